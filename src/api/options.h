@@ -1,0 +1,26 @@
+// Run-time configuration, read once from STRATA_* environment variables at
+// the first allocation (without allocating) and adjustable through the C API.
+// docs/configuration.md lists every option.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::detail {
+
+struct Options {
+  bool check = false;                               // STRATA_CHECK: checked slow paths, abort on misuse
+  bool verbose = false;                             // STRATA_VERBOSE: warnings on stderr
+  std::size_t thread_cache_bytes = std::size_t{4} << 20;  // STRATA_THREAD_CACHE_BYTES
+  std::uint64_t decay_ms = 1000;                    // STRATA_DECAY_MS: free pages go back after this
+  bool background_thread = false;                   // STRATA_BACKGROUND_THREAD
+  bool huge_pages = false;                          // STRATA_HUGE_PAGES: MADV_HUGEPAGE on reservations
+  bool show_stats = false;                          // STRATA_SHOW_STATS: print statistics at exit
+};
+
+extern Options g_options;
+
+// Reads the environment; malformed values warn on stderr and keep the default.
+void load_options() noexcept;
+
+}  // namespace strata::detail

@@ -1,0 +1,389 @@
+#include "backend/page_heap.h"
+
+#include <ctime>
+
+#include "backend/metadata_pool.h"
+#include "core/page_map.h"
+#include "platform/os.h"
+
+namespace strata::detail {
+
+constinit PageHeap g_page_heap;
+
+namespace {
+
+constinit MetadataPool<Span> g_span_pool;
+
+std::uint64_t monotonic_ns() noexcept {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
+}
+
+// --- the treap of large free spans, keyed by (page_count, first_page) -----
+
+bool key_less(const Span* a, const Span* b) noexcept {
+  return a->page_count != b->page_count ? a->page_count < b->page_count
+                                        : a->first_page < b->first_page;
+}
+
+Span* rotate_right(Span* t) noexcept {
+  Span* l = t->left;
+  t->left = l->right;
+  l->right = t;
+  return l;
+}
+
+Span* rotate_left(Span* t) noexcept {
+  Span* r = t->right;
+  t->right = r->left;
+  r->left = t;
+  return r;
+}
+
+Span* treap_insert(Span* t, Span* s) noexcept {
+  if (t == nullptr) {
+    s->left = s->right = nullptr;
+    return s;
+  }
+  if (key_less(s, t)) {
+    t->left = treap_insert(t->left, s);
+    if (t->left->priority > t->priority) t = rotate_right(t);
+  } else {
+    t->right = treap_insert(t->right, s);
+    if (t->right->priority > t->priority) t = rotate_left(t);
+  }
+  return t;
+}
+
+Span* treap_merge(Span* a, Span* b) noexcept {
+  if (a == nullptr) return b;
+  if (b == nullptr) return a;
+  if (a->priority > b->priority) {
+    a->right = treap_merge(a->right, b);
+    return a;
+  }
+  b->left = treap_merge(a, b->left);
+  return b;
+}
+
+Span* treap_erase(Span* t, Span* s) noexcept {
+  if (t == nullptr) return nullptr;
+  if (t == s) {
+    Span* merged = treap_merge(t->left, t->right);
+    s->left = s->right = nullptr;
+    return merged;
+  }
+  if (key_less(s, t)) t->left = treap_erase(t->left, s);
+  else t->right = treap_erase(t->right, s);
+  return t;
+}
+
+// Smallest span with at least `pages` pages; the lowest address among equals.
+Span* treap_lower_bound(Span* t, std::size_t pages) noexcept {
+  Span* best = nullptr;
+  while (t != nullptr) {
+    if (t->page_count >= pages) {
+      best = t;
+      t = t->left;
+    } else {
+      t = t->right;
+    }
+  }
+  return best;
+}
+
+std::uint32_t priority_for(PageId page) noexcept {
+  return static_cast<std::uint32_t>((page * 0x9e3779b97f4a7c15ull) >> 32);
+}
+
+template <class F>
+void treap_for_each(Span* t, F&& f) noexcept {
+  if (t == nullptr) return;
+  treap_for_each(t->left, f);
+  Span* right = t->right;  // f may not restructure, but read before the call anyway
+  f(t);
+  treap_for_each(right, f);
+}
+
+}  // namespace
+
+Span* new_span() noexcept { return g_span_pool.create(); }
+void delete_span(Span* span) noexcept { g_span_pool.destroy(span); }
+std::size_t span_metadata_bytes() noexcept { return g_span_pool.raw().mapped_bytes(); }
+Mutex& span_pool_mutex() noexcept { return g_span_pool.raw().mutex(); }
+
+// --- filing free spans -------------------------------------------------------
+
+void PageHeap::file_free_locked(Span* span) noexcept {
+  span->state = SpanState::kFree;
+  span->size_class = 0;
+  span->owner.store(nullptr, std::memory_order_relaxed);
+  span->priority = priority_for(span->first_page);
+  if (span->page_count <= kMaxListPages) {
+    lists_[span->page_count].push(span);
+    nonempty_[span->page_count >> 6] |= std::uint64_t{1} << (span->page_count & 63);
+  } else {
+    large_root_ = treap_insert(large_root_, span);
+  }
+  stats_.free_bytes += span->bytes();
+  if (span->decommitted) stats_.decommitted_bytes += span->bytes();
+  ++stats_.free_spans;
+}
+
+void PageHeap::unfile_free_locked(Span* span) noexcept {
+  if (span->page_count <= kMaxListPages) {
+    SpanList& list = lists_[span->page_count];
+    list.remove(span);
+    if (list.empty()) nonempty_[span->page_count >> 6] &= ~(std::uint64_t{1} << (span->page_count & 63));
+  } else {
+    large_root_ = treap_erase(large_root_, span);
+  }
+  stats_.free_bytes -= span->bytes();
+  if (span->decommitted) stats_.decommitted_bytes -= span->bytes();
+  --stats_.free_spans;
+}
+
+void PageHeap::insert_free_locked(Span* span) noexcept {
+  span->state = SpanState::kFree;
+  span->free_since = monotonic_ns();
+  // Merge with the span just before: its last page maps to it.
+  if (Span* before = g_page_map.lookup_page(span->first_page - 1);
+      before != nullptr && before->state == SpanState::kFree &&
+      before->first_page + before->page_count == span->first_page && before != span) {
+    unfile_free_locked(before);
+    before->page_count += span->page_count;
+    before->pages_zero = before->pages_zero && span->pages_zero;
+    before->decommitted = before->decommitted && span->decommitted;
+    before->fully_mapped = false;
+    before->free_since = span->free_since;
+    delete_span(span);
+    span = before;
+  }
+  // Merge with the span just after: its first page maps to it.
+  if (Span* after = g_page_map.lookup_page(span->first_page + span->page_count);
+      after != nullptr && after->state == SpanState::kFree &&
+      after->first_page == span->first_page + span->page_count && after != span) {
+    unfile_free_locked(after);
+    span->page_count += after->page_count;
+    span->pages_zero = span->pages_zero && after->pages_zero;
+    span->decommitted = span->decommitted && after->decommitted;
+    span->fully_mapped = false;
+    delete_span(after);
+  }
+  g_page_map.set(span->first_page, span);
+  g_page_map.set(span->first_page + span->page_count - 1, span);
+  file_free_locked(span);
+}
+
+// --- finding and cutting -----------------------------------------------------
+
+Span* PageHeap::find_free_locked(std::size_t pages) noexcept {
+  if (pages <= kMaxListPages) {
+    for (std::size_t word = pages >> 6; word < 3; ++word) {
+      std::uint64_t bits = nonempty_[word];
+      if (word == (pages >> 6)) bits &= ~std::uint64_t{0} << (pages & 63);
+      if (bits != 0) {
+        std::size_t n = (word << 6) + static_cast<std::size_t>(__builtin_ctzll(bits));
+        if (n <= kMaxListPages) return lists_[n].head;
+      }
+    }
+  }
+  return treap_lower_bound(large_root_, pages);
+}
+
+Span* PageHeap::split_front_locked(Span* span, std::size_t pages) noexcept {
+  if (span->page_count == pages) return nullptr;
+  Span* rest = new_span();
+  if (rest == nullptr) return nullptr;  // keep the whole span: wasteful, never wrong
+  rest->first_page = span->first_page + pages;
+  rest->page_count = span->page_count - pages;
+  rest->pages_zero = span->pages_zero;
+  rest->decommitted = span->decommitted;
+  rest->free_since = span->free_since;
+  span->page_count = pages;
+  return rest;
+}
+
+void PageHeap::map_whole_locked(Span* span) noexcept {
+  if (!span->fully_mapped) {
+    g_page_map.set_range(span->first_page, span->page_count, span);
+    span->fully_mapped = true;
+  }
+}
+
+Span* PageHeap::grow_locked(std::size_t pages) noexcept {
+  std::size_t wanted = pages << kPageShift;
+  std::size_t bytes = (wanted + kReservationBytes - 1) & ~(kReservationBytes - 1);
+  if (bytes < wanted) return nullptr;
+  // Reserve ahead (address space only: MAP_NORESERVE, nothing is touched),
+  // growing with the heap so a large heap needs few mappings; fall back to
+  // the bare need when the OS (or RLIMIT_AS) refuses the larger one.
+  std::size_t ahead = next_growth_bytes_ > bytes ? next_growth_bytes_ : bytes;
+  void* memory = os_map(ahead, kReservationBytes);
+  if (memory == nullptr && ahead > bytes) {
+    ahead = bytes;
+    memory = os_map(ahead, kReservationBytes);
+  }
+  if (memory == nullptr) return nullptr;
+  if (next_growth_bytes_ < (std::size_t{64} << 20)) next_growth_bytes_ *= 2;
+  PageId first = page_of(memory);
+  std::size_t count = ahead >> kPageShift;
+  Span* span = new_span();
+  if (span == nullptr || !g_page_map.ensure(first, count)) {
+    if (span) delete_span(span);
+    os_unmap(memory, ahead);
+    return nullptr;
+  }
+  stats_.mapped_bytes += ahead;
+  ++stats_.reservations;
+  span->first_page = first;
+  span->page_count = count;
+  span->pages_zero = true;
+  insert_free_locked(span);
+  return find_free_locked(pages);
+}
+
+Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages) noexcept {
+  if (pages == 0) pages = 1;
+  std::size_t search = pages + align_pages - 1;
+  if (search < pages || search > (std::size_t{1} << (kAddressBits - kPageShift))) return nullptr;
+  LockGuard guard(mutex_);
+  Span* span = find_free_locked(search);
+  if (span == nullptr) span = grow_locked(search);
+  if (span == nullptr) return nullptr;
+  unfile_free_locked(span);
+  // Cut off a misaligned front, then the unused tail; both go back free.
+  if (std::size_t misalign = span->first_page & (align_pages - 1); misalign != 0) {
+    std::size_t skip = align_pages - misalign;
+    Span* rest = split_front_locked(span, skip);
+    if (rest == nullptr) {
+      insert_free_locked(span);
+      return nullptr;
+    }
+    insert_free_locked(span);
+    span = rest;
+  }
+  if (Span* rest = split_front_locked(span, pages)) {
+    g_page_map.set(rest->first_page, rest);
+    g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+    file_free_locked(rest);
+  }
+  span->state = SpanState::kLarge;
+  span->decommitted = false;
+  span->next = span->prev = nullptr;
+  span->in_list = false;
+  map_whole_locked(span);
+  ++stats_.in_use_spans;
+  return span;
+}
+
+void PageHeap::deallocate(Span* span) noexcept {
+  LockGuard guard(mutex_);
+  --stats_.in_use_spans;
+  span->pages_zero = false;
+  span->decommitted = false;
+  span->allocated = 0;
+  span->free_list = nullptr;
+  span->carve_next = span->carve_end = 0;
+  insert_free_locked(span);
+}
+
+bool PageHeap::try_grow(Span* span, std::size_t pages) noexcept {
+  LockGuard guard(mutex_);
+  if (pages <= span->page_count) return true;
+  std::size_t extra = pages - span->page_count;
+  Span* after = g_page_map.lookup_page(span->first_page + span->page_count);
+  if (after == nullptr || after->state != SpanState::kFree ||
+      after->first_page != span->first_page + span->page_count || after->page_count < extra)
+    return false;
+  unfile_free_locked(after);
+  Span* rest = split_front_locked(after, extra);
+  if (after->page_count != extra) {  // could not split: give it back untouched
+    file_free_locked(after);
+    return false;
+  }
+  if (rest != nullptr) {
+    g_page_map.set(rest->first_page, rest);
+    g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+    file_free_locked(rest);
+  }
+  g_page_map.set_range(after->first_page, after->page_count, span);
+  span->page_count += extra;
+  delete_span(after);
+  return true;
+}
+
+void PageHeap::shrink(Span* span, std::size_t pages) noexcept {
+  LockGuard guard(mutex_);
+  if (pages == 0 || pages >= span->page_count) return;
+  Span* rest = split_front_locked(span, pages);
+  if (rest == nullptr) return;
+  rest->pages_zero = false;
+  rest->decommitted = false;
+  insert_free_locked(rest);
+}
+
+std::size_t PageHeap::decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns) noexcept {
+  LockGuard guard(mutex_);
+  std::size_t released = 0;
+  auto visit = [&](Span* span) {
+    if (span->decommitted) return;
+    if (min_age_ns != 0 && now_ns - span->free_since < min_age_ns) return;
+    os_decommit(span->start(), span->bytes());
+    ++stats_.decommit_calls;
+    span->decommitted = true;
+    span->pages_zero = true;
+    stats_.decommitted_bytes += span->bytes();
+    released += span->bytes();
+  };
+  for (std::size_t n = 1; n <= kMaxListPages; ++n)
+    for (Span* s = lists_[n].head; s != nullptr; s = s->next) visit(s);
+  treap_for_each(large_root_, visit);
+  return released;
+}
+
+PageHeapStats PageHeap::stats() noexcept {
+  LockGuard guard(mutex_);
+  PageHeapStats copy = stats_;
+  copy.lock_contended = mutex_.contended_count();
+  return copy;
+}
+
+const char* PageHeap::validate() noexcept {
+  LockGuard guard(mutex_);
+  std::size_t free_bytes = 0, free_spans = 0;
+  const char* problem = nullptr;
+  auto check = [&](Span* s) {
+    if (problem) return;
+    ++free_spans;
+    free_bytes += s->bytes();
+    if (s->state != SpanState::kFree) problem = "a filed span is not in state kFree";
+    else if (g_page_map.lookup_page(s->first_page) != s) problem = "first page of a free span does not map to it";
+    else if (g_page_map.lookup_page(s->first_page + s->page_count - 1) != s) problem = "last page of a free span does not map to it";
+    else if (Span* b = g_page_map.lookup_page(s->first_page - 1);
+             b && b->state == SpanState::kFree && b->first_page + b->page_count == s->first_page)
+      problem = "two adjacent free spans were not coalesced";
+  };
+  for (std::size_t n = 1; n <= kMaxListPages; ++n) {
+    bool bit = (nonempty_[n >> 6] >> (n & 63)) & 1;
+    if (bit != !lists_[n].empty()) return "non-empty bitmap disagrees with a list";
+    for (Span* s = lists_[n].head; s != nullptr; s = s->next) {
+      if (s->page_count != n) return "a span sits in the list of another length";
+      check(s);
+    }
+  }
+  treap_for_each(large_root_, [&](Span* s) {
+    if (s->page_count <= kMaxListPages) problem = "a short span sits in the large treap";
+    if (s->left && !key_less(s->left, s)) problem = "treap order broken (left)";
+    if (s->right && !key_less(s, s->right)) problem = "treap order broken (right)";
+    check(s);
+  });
+  if (problem) return problem;
+  if (free_bytes != stats_.free_bytes) return "free byte count disagrees with the spans";
+  if (free_spans != stats_.free_spans) return "free span count disagrees with the spans";
+  return nullptr;
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,92 @@
+// The page heap: the bottom tier. Hands out spans of whole pages, takes them
+// back, splits and coalesces them, and gets memory from the OS in large,
+// 2 MiB-aligned reservations (never one system call per malloc).
+//
+// Free spans are kept
+//   - by length, one LIFO list per length for 1..128 pages, with a bitmap of
+//     non-empty lists so that "smallest list >= n" is two bit scans;
+//   - above 128 pages in a treap ordered by (length, address): best fit,
+//     lowest address first, O(log n) for a heap of any size.
+// A returned span merges with free neighbours at both ends (found through the
+// page map: a free span maps its first and last page).
+//
+// Locking: one mutex for the whole page heap. Small-class traffic reaches it
+// once per span (tens to thousands of blocks), large blocks once per
+// malloc/free; docs/design.md discusses what that means at 64+ cores.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/span.h"
+#include "platform/mutex.h"
+
+namespace strata::detail {
+
+struct PageHeapStats {
+  std::size_t mapped_bytes = 0;       // reserved from the OS, ever (never unmapped)
+  std::size_t free_bytes = 0;         // in free spans (including decommitted)
+  std::size_t decommitted_bytes = 0;  // free and given back to the OS
+  std::size_t in_use_spans = 0;
+  std::size_t free_spans = 0;
+  std::size_t reservations = 0;       // mmap calls for heap memory
+  std::size_t decommit_calls = 0;     // madvise calls
+  unsigned long lock_contended = 0;
+};
+
+class PageHeap {
+ public:
+  static constexpr std::size_t kMaxListPages = 128;
+
+  // A span of exactly `pages` pages whose start is aligned to `align_pages`
+  // pages (a power of two), every page mapped to it, state kLarge, or
+  // nullptr when the OS refuses memory.
+  Span* allocate(std::size_t pages, std::size_t align_pages = 1) noexcept;
+
+  // Takes back a span in use (kSmall or kLarge): coalesces and files it.
+  void deallocate(Span* span) noexcept;
+
+  // Grows a large span in place to `pages` when the pages right after it are
+  // free; true on success.
+  bool try_grow(Span* span, std::size_t pages) noexcept;
+
+  // Gives the tail of a large span beyond `pages` back.
+  void shrink(Span* span, std::size_t pages) noexcept;
+
+  // Returns free pages to the OS: those free for at least `min_age_ns`
+  // (0: all). Returns the bytes decommitted. Called with no lock held.
+  std::size_t decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns) noexcept;
+
+  PageHeapStats stats() noexcept;
+  Mutex& mutex() noexcept { return mutex_; }
+
+  // Checks every invariant of the free structures (tests, debug builds).
+  // Returns nullptr when all hold, or a description of the first violation.
+  const char* validate() noexcept;
+
+ private:
+  Span* find_free_locked(std::size_t pages) noexcept;
+  Span* grow_locked(std::size_t pages) noexcept;
+  void insert_free_locked(Span* span) noexcept;   // coalesces, then files
+  void file_free_locked(Span* span) noexcept;     // files without coalescing
+  void unfile_free_locked(Span* span) noexcept;
+  Span* split_front_locked(Span* span, std::size_t pages) noexcept;  // returns the rest
+  void map_whole_locked(Span* span) noexcept;
+
+  Mutex mutex_;
+  SpanList lists_[kMaxListPages + 1];
+  std::uint64_t nonempty_[3] = {0, 0, 0};  // bit n: lists_[n] has spans
+  Span* large_root_ = nullptr;              // treap of spans > kMaxListPages
+  PageHeapStats stats_;
+  std::size_t next_growth_bytes_ = kReservationBytes;
+};
+
+extern PageHeap g_page_heap;
+
+// Span metadata objects.
+Span* new_span() noexcept;
+void delete_span(Span* span) noexcept;
+std::size_t span_metadata_bytes() noexcept;
+Mutex& span_pool_mutex() noexcept;
+
+}  // namespace strata::detail

@@ -1,0 +1,36 @@
+// Units of the allocator: pages, the small/large boundary, address bits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace strata::detail {
+
+inline constexpr std::size_t kPageShift = 13;  // 8 KiB pages, as in TCMalloc
+inline constexpr std::size_t kPageSize = std::size_t{1} << kPageShift;
+
+// Requests up to this size are served from size classes; larger ones are
+// whole spans from the page heap.
+inline constexpr std::size_t kMaxSmallSize = std::size_t{256} << 10;
+
+// Every small block is at least this aligned (8-byte blocks: 8).
+inline constexpr std::size_t kMinAlignment = 16;
+
+// x86-64 user space: 48-bit addresses (47 with 4-level paging; the extra
+// bit costs one more root word per 128 TiB and keeps 5-level kernels honest).
+inline constexpr std::size_t kAddressBits = 48;
+
+// The OS hands out memory in reservations of at least this many bytes,
+// aligned to this size (one transparent huge page).
+inline constexpr std::size_t kReservationBytes = std::size_t{2} << 20;
+
+// A page number: address >> kPageShift. A strong type would cost nothing,
+// but the radix tree and the page heap are the only users, both short.
+using PageId = std::uintptr_t;
+
+inline constexpr PageId page_of(const void* address) noexcept {
+  return reinterpret_cast<std::uintptr_t>(address) >> kPageShift;
+}
+inline constexpr std::uintptr_t address_of(PageId page) noexcept { return page << kPageShift; }
+
+}  // namespace strata::detail

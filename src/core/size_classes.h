@@ -1,0 +1,106 @@
+// Size classes: which block size serves a request, how big the span cut into
+// that class is, and how many objects move between tiers at once.
+//
+// The table (docs/design.md has it in full):
+//   8, 16, 32, 48, ..., 128            (16-byte steps; 8 B is the only 8-aligned class)
+//   then 8 classes per power of two:    128 < s <= 256 in 16 B steps, ...,
+//                                       128 KiB < s <= 256 KiB in 16 KiB steps
+// so the waste above 128 B is below 12.5 %, every block is 16-aligned, and
+// every power of two up to 256 KiB is a class (blocks of power-of-two size
+// are aligned to their size up to the page size, since spans start on pages).
+//
+// Lookup is O(1): one branch on size <= 1024 picks the index formula, one
+// byte table gives the class (TCMalloc's two-range trick).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "core/constants.h"
+
+namespace strata::detail {
+
+inline constexpr std::size_t kNumClasses = 98;  // class 0 = "not a small class"
+
+struct SizeClassInfo {
+  std::uint32_t size;          // block size in bytes
+  std::uint32_t span_pages;    // pages per span of this class
+  std::uint32_t batch;         // objects moved per refill/release (seed 004's idea)
+  std::uint32_t span_objects;  // blocks per span
+};
+
+namespace size_class_build {
+
+constexpr std::size_t index_of(std::size_t size) noexcept {
+  return size <= 1024 ? (size + 7) >> 3 : (size + 127 + (120 << 7)) >> 7;
+}
+inline constexpr std::size_t kIndexCount = index_of(kMaxSmallSize) + 1;
+
+struct Tables {
+  std::array<SizeClassInfo, kNumClasses> info{};
+  std::array<std::uint8_t, kIndexCount> class_of_index{};
+  std::size_t count = 0;
+};
+
+constexpr std::uint32_t batch_for(std::size_t size) noexcept {
+  std::size_t n = 8192 / size;
+  return static_cast<std::uint32_t>(n < 2 ? 2 : (n > 128 ? 128 : n));
+}
+
+constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
+  // Aim at 16 objects (at most 1 MiB), then grow until the tail left over
+  // after the last object wastes at most 1/8 of the span.
+  std::size_t target = size * 16;
+  if (target > (std::size_t{1} << 20)) target = std::size_t{1} << 20;
+  std::size_t pages = (target + kPageSize - 1) / kPageSize;
+  if (pages == 0) pages = 1;
+  while ((pages * kPageSize) % size > (pages * kPageSize) / 8) ++pages;
+  return static_cast<std::uint32_t>(pages);
+}
+
+constexpr Tables build() noexcept {
+  Tables t{};
+  auto add = [&t](std::size_t size) {
+    ++t.count;
+    std::uint32_t pages = span_pages_for(size);
+    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, batch_for(size),
+                                    static_cast<std::uint32_t>(pages * kPageSize / size)};
+  };
+  add(8);
+  for (std::size_t s = 16; s <= 128; s += 16) add(s);
+  for (std::size_t base = 128; base < kMaxSmallSize; base *= 2)
+    for (std::size_t s = base + base / 8; s <= base * 2; s += base / 8) add(s);
+  // Map every lookup index to the smallest class that holds its largest size.
+  std::size_t cls = 1;
+  for (std::size_t index = 0; index < kIndexCount; ++index) {
+    std::size_t largest = index <= 128 ? index * 8 : (index << 7) - (120 << 7);
+    while (cls <= t.count && t.info[cls].size < largest) ++cls;
+    t.class_of_index[index] = static_cast<std::uint8_t>(cls);
+  }
+  return t;
+}
+
+inline constexpr Tables kTables = build();
+static_assert(kTables.count + 1 == kNumClasses, "kNumClasses must match the generated table");
+
+}  // namespace size_class_build
+
+// Class for a request of `size` bytes (size <= kMaxSmallSize).
+inline std::size_t size_to_class(std::size_t size) noexcept {
+  return size_class_build::kTables.class_of_index[size_class_build::index_of(size)];
+}
+
+inline constexpr const SizeClassInfo& class_info(std::size_t cls) noexcept {
+  return size_class_build::kTables.info[cls];
+}
+
+inline constexpr std::size_t class_size(std::size_t cls) noexcept {
+  return size_class_build::kTables.info[cls].size;
+}
+
+// The smallest class >= `size` whose blocks are all aligned to `alignment`
+// (a power of two <= kPageSize), or 0 when no small class fits.
+std::size_t aligned_size_to_class(std::size_t size, std::size_t alignment) noexcept;
+
+}  // namespace strata::detail

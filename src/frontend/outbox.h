@@ -1,0 +1,43 @@
+// A thread's outbox: blocks it freed that belong to other owners, gathered
+// per destination so that each destination receives them in batches, with
+// one atomic operation (thread) or one lock acquisition (central cache) per
+// batch. Direct-mapped by destination; a collision sends the older batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/free_list.h"
+
+namespace strata::detail {
+
+// A destination: a ThreadCache*, or a size class of the central cache
+// (tagged with the low bit; ThreadCache objects are 64-byte aligned).
+using Destination = std::uintptr_t;
+
+inline Destination central_destination(std::size_t cls) noexcept { return (cls << 1) | 1; }
+inline bool is_central(Destination d) noexcept { return (d & 1) != 0; }
+
+struct OutboxSlot {
+  Destination destination = 0;
+  BlockChain chain;
+  std::size_t bytes = 0;
+};
+
+struct Outbox {
+  static constexpr std::size_t kSlots = 32;
+  // A batch leaves when it reaches either bound; the total bound caps what a
+  // thread may hold back from the rest of the process.
+  static constexpr std::uint32_t kBatchBlocks = 64;
+  static constexpr std::size_t kBatchBytes = std::size_t{256} << 10;
+  static constexpr std::size_t kTotalBytes = std::size_t{1} << 20;
+
+  OutboxSlot slots[kSlots];
+  std::size_t pending_bytes = 0;
+
+  static std::size_t slot_index(Destination d) noexcept {
+    return static_cast<std::size_t>((d * 0x9e3779b97f4a7c15ull) >> 59);  // top 5 bits
+  }
+};
+
+}  // namespace strata::detail

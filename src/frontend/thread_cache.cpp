@@ -1,0 +1,362 @@
+// Slow paths of the thread cache, thread creation and exit, fork handling.
+#include "frontend/thread_cache.h"
+
+#include <cerrno>
+#include <pthread.h>
+
+#include "api/options.h"
+#include "api/diagnostics.h"
+#include "backend/metadata_pool.h"
+#include "backend/page_heap.h"
+#include "central/central_cache.h"
+#include "frontend/remote_free.h"
+
+namespace strata::detail {
+
+namespace {
+
+// Longest a free list may grow (TCMalloc's kMaxDynamicFreeListLength).
+constexpr std::uint32_t kMaxListLength = 8192;
+
+constinit ThreadCache g_empty_cache;  // new threads: empty lists, owns nothing
+constinit ThreadCache g_dead_cache;   // threads past their exit hook
+
+constinit Mutex g_registry_mutex;     // guards the registry and cache lifecycle
+constinit ThreadCache* g_registry = nullptr;
+constinit MetadataPool<ThreadCache> g_cache_pool;
+pthread_key_t g_exit_key;
+
+}  // namespace
+
+// initial-exec: one %fs-relative load, no __tls_get_addr call.
+// t_cache is what the fast paths use; t_live_cache is the thread's own cache
+// (nullptr before its first slow path, &g_dead_cache after its exit). They
+// differ only in checking mode, where t_cache stays at the empty cache so
+// that every malloc and free takes the checked slow path.
+thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = &g_empty_cache;
+namespace {
+thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+}
+
+// --- per-list maintenance ------------------------------------------------------
+
+void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept {
+  FreeList& list = cache->lists[cls];
+  SpanList empty;
+  while (list.length > keep && list.head != nullptr) {
+    void* block = list.head;
+    list.head = list_next(block);
+    --list.length;
+    Span* span = g_page_map.lookup(block);
+    if (return_block(span, block)) {
+      cache->full[cls].remove(span);
+      cache->partial[cls].push(span);
+    }
+    if (span->allocated == 0 && cache->partial[cls].length > 1) {
+      // All blocks are back: the pages can serve anyone. The last partial
+      // span stays, so a list that breathes does not churn the page heap.
+      cache->partial[cls].remove(span);
+      empty.push(span);
+    }
+  }
+  if (list.head == nullptr) list.length = 0;
+  while (Span* span = empty.pop()) g_page_heap.deallocate(span);
+}
+
+namespace {
+
+// Halves every other list's limit, giving their blocks back, until the cache
+// fits its byte bound again (TCMalloc's steal, done wholesale).
+void make_room(ThreadCache* cache, std::size_t growing_cls) noexcept {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    FreeList& list = cache->lists[cls];
+    if (cls == growing_cls || list.max_length <= 1) continue;
+    std::uint32_t new_max = list.max_length / 2;
+    cache->capacity_bytes -= std::size_t{list.max_length - new_max} * class_size(cls);
+    list.max_length = new_max;
+    if (list.length > new_max) shrink_list(cache, cls, new_max);
+  }
+}
+
+void grow_limit(ThreadCache* cache, std::size_t cls, std::uint32_t step) noexcept {
+  FreeList& list = cache->lists[cls];
+  if (list.max_length >= kMaxListLength || g_options.check) return;
+  if (list.max_length + step > kMaxListLength) step = kMaxListLength - list.max_length;
+  std::size_t delta = std::size_t{step} * class_size(cls);
+  if (cache->capacity_bytes + delta > cache->max_bytes) {
+    make_room(cache, cls);
+    if (cache->capacity_bytes + delta > cache->max_bytes) return;
+  }
+  list.max_length += step;
+  cache->capacity_bytes += delta;
+}
+
+// Takes up to `want` blocks of class `cls` from spans the cache owns, adopts
+// or creates spans as needed; puts them on the free list.
+void refill(ThreadCache* cache, std::size_t cls) noexcept {
+  const SizeClassInfo& info = class_info(cls);
+  FreeList& list = cache->lists[cls];
+  std::uint32_t want = list.max_length < info.batch ? list.max_length : info.batch;
+  if (want == 0) want = 1;
+  BlockChain chain;
+  while (chain.count < want) {
+    Span* span = cache->partial[cls].head;
+    if (span == nullptr) {
+      span = g_central[cls].adopt(cache);
+      if (span != nullptr) {
+        ++cache->stats.spans_adopted;
+      } else {
+        span = g_page_heap.allocate(info.span_pages);
+        if (span == nullptr) break;  // out of memory: serve what we have
+        init_small_span(span, cls, cache);
+        ++cache->stats.spans_new;
+      }
+      cache->partial[cls].push(span);
+    }
+    take_blocks(span, want - chain.count, chain);
+    if (!span->has_free_blocks()) {
+      cache->partial[cls].remove(span);
+      cache->full[cls].push(span);
+    }
+  }
+  if (chain.empty()) return;
+  list_set_next(chain.tail, list.head);
+  list.head = chain.head;
+  list.length += chain.count;
+  // Slow start: a list that keeps running dry earns a longer limit.
+  if (want >= list.max_length) grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
+}
+
+}  // namespace
+
+void drain_inbox(ThreadCache* cache) noexcept {
+  void* block = cache->inbox.take_all();
+  while (block != nullptr) {
+    void* next = list_next(block);
+    ++cache->stats.remote_received;
+    Span* span = g_page_map.lookup(block);
+    if (span->owner.load(std::memory_order_relaxed) == cache) {
+      std::size_t cls = span->size_class;
+      FreeList& list = cache->lists[cls];
+      if (list.length < list.max_length) {
+        list_set_next(block, list.head);
+        list.head = block;
+        ++list.length;
+      } else if (return_block(span, block)) {
+        cache->full[cls].remove(span);
+        cache->partial[cls].push(span);
+      }
+    } else {
+      remote_free(cache, block, span);  // owner changed after the sender looked
+    }
+    block = next;
+  }
+}
+
+// --- slow paths -----------------------------------------------------------------
+
+void* allocate_slow(std::size_t cls) noexcept {
+  ThreadCache* cache = current_cache();
+  if (cache == nullptr) {
+    void* block = g_central[cls].allocate_one(cls);
+    if (block == nullptr) errno = ENOMEM;
+    return block;
+  }
+  ++cache->stats.allocs_slow;
+  if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
+  FreeList& list = cache->lists[cls];
+  if (list.head == nullptr) drain_inbox(cache);
+  if (list.head == nullptr) refill(cache, cls);
+  void* block = list.head;
+  if (block == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  list.head = list_next(block);
+  --list.length;
+  return block;
+}
+
+void list_too_long(ThreadCache* cache, std::size_t cls) noexcept {
+  FreeList& list = cache->lists[cls];
+  const SizeClassInfo& info = class_info(cls);
+  std::uint32_t release = list.length < info.batch ? list.length : info.batch;
+  shrink_list(cache, cls, list.length - release);
+  if (list.max_length < info.batch) grow_limit(cache, cls, 1);
+}
+
+void deallocate_slow(void* block, Span* span) noexcept {
+  if (block == nullptr) return;
+  if (span == nullptr || !span->contains(block))
+    return report_bad_free(block, "free of a pointer strata never returned");
+  if (span->state == SpanState::kFree)
+    return report_bad_free(block, "double free (block of a free span)");
+  if (span->state == SpanState::kLarge) {
+    if (block != span->start()) return report_bad_free(block, "free of an interior pointer");
+    return g_page_heap.deallocate(span);
+  }
+  std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
+                                                static_cast<char*>(span->start()));
+  if (offset % class_size(span->size_class) != 0)
+    return report_bad_free(block, "free of an interior pointer");
+  if (g_options.check && !check_small_free(block, span)) return;
+  ThreadCache* cache = current_cache();
+  if (cache != nullptr && span->owner.load(std::memory_order_relaxed) == cache) {
+    ++cache->stats.frees_slow;
+    FreeList& list = cache->lists[span->size_class];
+    list_set_next(block, list.head);
+    list.head = block;
+    if (++list.length > list.max_length) list_too_long(cache, span->size_class);
+    return;
+  }
+  remote_free(cache, block, span);
+}
+
+// --- thread life ------------------------------------------------------------------
+
+namespace {
+
+void on_thread_exit(void* argument) noexcept {
+  auto* cache = static_cast<ThreadCache*>(argument);
+  release_thread_cache(cache);
+  t_cache = &g_dead_cache;
+  t_live_cache = &g_dead_cache;
+  LockGuard guard(g_registry_mutex);
+  cache->life = ThreadCache::Life::kDead;
+}
+
+ThreadCache* create_cache() noexcept {
+  ensure_initialized();
+  ThreadCache* cache = nullptr;
+  {
+    LockGuard guard(g_registry_mutex);
+    for (ThreadCache* c = g_registry; c != nullptr; c = c->registry_next)
+      if (c->life == ThreadCache::Life::kDead) {
+        cache = c;
+        break;
+      }
+    if (cache == nullptr) {
+      cache = g_cache_pool.create();
+      if (cache == nullptr) return nullptr;
+      cache->registry_next = g_registry;
+      g_registry = cache;
+    }
+    cache->life = ThreadCache::Life::kAlive;
+  }
+  cache->max_bytes = g_options.thread_cache_bytes;
+  cache->capacity_bytes = 0;
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    cache->lists[cls].max_length = g_options.check ? 0 : 1;
+    cache->capacity_bytes += cache->lists[cls].max_length * class_size(cls);
+  }
+  t_live_cache = cache;
+  t_cache = g_options.check ? &g_empty_cache : cache;
+  drain_inbox(cache);  // a reused cache may have mail for spans now owned elsewhere
+  flush_outbox(cache);
+  pthread_setspecific(g_exit_key, cache);
+  return cache;
+}
+
+}  // namespace
+
+ThreadCache* current_cache() noexcept {
+  ThreadCache* cache = t_live_cache;
+  if (__builtin_expect(cache != nullptr, 1)) return cache == &g_dead_cache ? nullptr : cache;
+  return create_cache();
+}
+
+void release_thread_cache(ThreadCache* cache) noexcept {
+  flush_outbox(cache);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    shrink_list(cache, cls, 0);
+    cache->lists[cls].max_length = 0;
+  }
+  cache->capacity_bytes = 0;
+  // Mail that arrived so far: blocks of our spans go home, the rest on.
+  void* block = cache->inbox.take_all();
+  while (block != nullptr) {
+    void* next = list_next(block);
+    Span* span = g_page_map.lookup(block);
+    if (span->owner.load(std::memory_order_relaxed) == cache) {
+      if (return_block(span, block)) {
+        cache->full[span->size_class].remove(span);
+        cache->partial[span->size_class].push(span);
+      }
+    } else {
+      remote_free(cache, block, span);
+    }
+    block = next;
+  }
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    while (Span* s = cache->full[cls].pop()) cache->partial[cls].push(s);
+    g_central[cls].abandon(cache->partial[cls]);
+  }
+  // Anything sent to us from now on finds the spans unowned, or is routed by
+  // the next thread that takes this cache over.
+  drain_inbox(cache);
+  flush_outbox(cache);
+}
+
+void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept {
+  LockGuard guard(g_registry_mutex);
+  for (ThreadCache* c = g_registry; c != nullptr; c = c->registry_next) visit(c, context);
+}
+
+// --- process set-up and fork ------------------------------------------------------
+
+namespace {
+constinit Mutex g_init_mutex;
+std::atomic<int> g_init_state{0};  // 0 none, 1 core ready, 2 hooks registered
+}  // namespace
+
+void ensure_initialized() noexcept {
+  if (__builtin_expect(g_init_state.load(std::memory_order_acquire) == 2, 1)) return;
+  {
+    LockGuard guard(g_init_mutex);
+    if (g_init_state.load(std::memory_order_relaxed) != 0) return;
+    load_options();
+    g_list_key = os_random_u64() | 1;
+    g_init_state.store(1, std::memory_order_release);
+  }
+  // These may allocate (glibc's atfork list): the core is ready for that,
+  // and the state stays 1 so a nested call returns at once.
+  pthread_key_create(&g_exit_key, on_thread_exit);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  g_init_state.store(2, std::memory_order_release);
+}
+
+void fork_prepare() noexcept {
+  g_init_mutex.lock();
+  g_registry_mutex.lock();
+  for (CentralCache& central : g_central) central.mutex().lock();
+  g_page_heap.mutex().lock();
+  span_pool_mutex().lock();
+  g_cache_pool.raw().mutex().lock();
+}
+
+void fork_parent() noexcept {
+  g_cache_pool.raw().mutex().unlock();
+  span_pool_mutex().unlock();
+  g_page_heap.mutex().unlock();
+  for (CentralCache& central : g_central) central.mutex().unlock();
+  g_registry_mutex.unlock();
+  g_init_mutex.unlock();
+}
+
+void fork_child() noexcept {
+  g_cache_pool.raw().mutex().reset_after_fork();
+  span_pool_mutex().reset_after_fork();
+  g_page_heap.mutex().reset_after_fork();
+  for (CentralCache& central : g_central) central.mutex().reset_after_fork();
+  g_registry_mutex.reset_after_fork();
+  g_init_mutex.reset_after_fork();
+  // The other threads are gone. Their caches keep what they held (a bounded
+  // amount): their lists may have been mid-update when fork struck, so they
+  // are not walked. Their spans stay owned; blocks freed here wait in their
+  // inboxes. Marked kStatic so that they are never handed to a new thread.
+  ThreadCache* self = t_live_cache;
+  for (ThreadCache* c = g_registry; c != nullptr; c = c->registry_next)
+    if (c != self && c->life == ThreadCache::Life::kAlive) c->life = ThreadCache::Life::kStatic;
+}
+
+}  // namespace strata::detail

@@ -1,0 +1,202 @@
+// The malloc family and every C++ operator new/delete, replaced by strata.
+// In libstrata.so these symbols interpose the C library's for the whole
+// process (LD_PRELOAD or a link dependency); in libstrata.a this one object
+// file is pulled in whole, so a program never mixes two allocators' halves.
+#include <cerrno>
+#include <cstddef>
+#include <new>
+#include <unistd.h>
+
+#include "api/allocator.h"
+
+#define STRATA_EXPORT extern "C" __attribute__((visibility("default")))
+#define STRATA_EXPORT_CXX __attribute__((visibility("default")))
+
+using namespace strata::detail;
+
+namespace {
+
+bool is_power_of_two(std::size_t x) noexcept { return x != 0 && (x & (x - 1)) == 0; }
+
+std::size_t os_page_size() noexcept {
+  static std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+// operator new's failure protocol: call the new_handler until it gives up.
+__attribute__((noinline, cold)) void* new_failed(std::size_t size, std::size_t alignment,
+                                                  bool nothrow) {
+  for (;;) {
+    std::new_handler handler = std::get_new_handler();
+    if (handler == nullptr) {
+      if (nothrow) return nullptr;
+      throw std::bad_alloc();
+    }
+    if (nothrow) {
+      try {
+        handler();
+      } catch (...) {
+        return nullptr;
+      }
+    } else {
+      handler();
+    }
+    void* block = alignment == 0 ? allocate(size) : allocate_aligned(alignment, size);
+    if (block != nullptr) return block;
+  }
+}
+
+inline void* new_impl(std::size_t size) {
+  void* block = allocate(size);
+  if (__builtin_expect(block != nullptr, 1)) return block;
+  return new_failed(size, 0, false);
+}
+
+inline void* new_nothrow_impl(std::size_t size) noexcept {
+  void* block = allocate(size);
+  if (__builtin_expect(block != nullptr, 1)) return block;
+  return new_failed(size, 0, true);
+}
+
+inline void* new_aligned_impl(std::size_t size, std::align_val_t alignment) {
+  auto a = static_cast<std::size_t>(alignment);
+  void* block = is_power_of_two(a) ? allocate_aligned(a, size) : nullptr;
+  if (block != nullptr) return block;
+  if (!is_power_of_two(a)) throw std::bad_alloc();
+  return new_failed(size, a, false);
+}
+
+inline void* new_aligned_nothrow_impl(std::size_t size, std::align_val_t alignment) noexcept {
+  auto a = static_cast<std::size_t>(alignment);
+  if (!is_power_of_two(a)) return nullptr;
+  void* block = allocate_aligned(a, size);
+  if (block != nullptr) return block;
+  return new_failed(size, a, true);
+}
+
+}  // namespace
+
+// --- C --------------------------------------------------------------------
+
+STRATA_EXPORT void* malloc(std::size_t size) { return allocate(size); }
+
+STRATA_EXPORT void free(void* block) { release(block); }
+
+STRATA_EXPORT void* calloc(std::size_t count, std::size_t size) {
+  return allocate_zeroed(count, size);
+}
+
+STRATA_EXPORT void* realloc(void* block, std::size_t size) { return reallocate(block, size); }
+
+STRATA_EXPORT void* reallocarray(void* block, std::size_t count, std::size_t size) {
+  std::size_t total;
+  if (__builtin_mul_overflow(count, size, &total)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return reallocate(block, total);
+}
+
+STRATA_EXPORT void* aligned_alloc(std::size_t alignment, std::size_t size) {
+  if (!is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return allocate_aligned(alignment, size);
+}
+
+STRATA_EXPORT void* memalign(std::size_t alignment, std::size_t size) {
+  if (!is_power_of_two(alignment)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return allocate_aligned(alignment, size);
+}
+
+STRATA_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
+  if (!is_power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
+  int saved_errno = errno;  // POSIX: report through the return value only
+  void* block = allocate_aligned(alignment, size);
+  errno = saved_errno;
+  if (block == nullptr) return ENOMEM;
+  *result = block;
+  return 0;
+}
+
+STRATA_EXPORT void* valloc(std::size_t size) { return allocate_aligned(os_page_size(), size); }
+
+STRATA_EXPORT void* pvalloc(std::size_t size) {
+  std::size_t page = os_page_size();
+  std::size_t rounded = (size + page - 1) & ~(page - 1);
+  if (rounded < size) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  return allocate_aligned(page, rounded == 0 ? page : rounded);
+}
+
+STRATA_EXPORT std::size_t malloc_usable_size(void* block) { return usable_size(block); }
+
+// C23
+STRATA_EXPORT void free_sized(void* block, std::size_t size) { release_sized(block, size); }
+
+STRATA_EXPORT void free_aligned_sized(void* block, std::size_t /*alignment*/, std::size_t size) {
+  release_sized(block, size);
+}
+
+// --- C++ ------------------------------------------------------------------
+
+STRATA_EXPORT_CXX void* operator new(std::size_t size) { return new_impl(size); }
+STRATA_EXPORT_CXX void* operator new[](std::size_t size) { return new_impl(size); }
+STRATA_EXPORT_CXX void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size);
+}
+STRATA_EXPORT_CXX void* operator new[](std::size_t size, const std::nothrow_t&) noexcept {
+  return new_nothrow_impl(size);
+}
+STRATA_EXPORT_CXX void* operator new(std::size_t size, std::align_val_t alignment) {
+  return new_aligned_impl(size, alignment);
+}
+STRATA_EXPORT_CXX void* operator new[](std::size_t size, std::align_val_t alignment) {
+  return new_aligned_impl(size, alignment);
+}
+STRATA_EXPORT_CXX void* operator new(std::size_t size, std::align_val_t alignment,
+                                     const std::nothrow_t&) noexcept {
+  return new_aligned_nothrow_impl(size, alignment);
+}
+STRATA_EXPORT_CXX void* operator new[](std::size_t size, std::align_val_t alignment,
+                                       const std::nothrow_t&) noexcept {
+  return new_aligned_nothrow_impl(size, alignment);
+}
+
+STRATA_EXPORT_CXX void operator delete(void* block) noexcept { release(block); }
+STRATA_EXPORT_CXX void operator delete[](void* block) noexcept { release(block); }
+STRATA_EXPORT_CXX void operator delete(void* block, const std::nothrow_t&) noexcept {
+  release(block);
+}
+STRATA_EXPORT_CXX void operator delete[](void* block, const std::nothrow_t&) noexcept {
+  release(block);
+}
+STRATA_EXPORT_CXX void operator delete(void* block, std::size_t size) noexcept {
+  release_sized(block, size);
+}
+STRATA_EXPORT_CXX void operator delete[](void* block, std::size_t size) noexcept {
+  release_sized(block, size);
+}
+STRATA_EXPORT_CXX void operator delete(void* block, std::align_val_t) noexcept { release(block); }
+STRATA_EXPORT_CXX void operator delete[](void* block, std::align_val_t) noexcept {
+  release(block);
+}
+STRATA_EXPORT_CXX void operator delete(void* block, std::size_t size, std::align_val_t) noexcept {
+  release_sized(block, size);
+}
+STRATA_EXPORT_CXX void operator delete[](void* block, std::size_t size, std::align_val_t) noexcept {
+  release_sized(block, size);
+}
+STRATA_EXPORT_CXX void operator delete(void* block, std::align_val_t, const std::nothrow_t&) noexcept {
+  release(block);
+}
+STRATA_EXPORT_CXX void operator delete[](void* block, std::align_val_t,
+                                         const std::nothrow_t&) noexcept {
+  release(block);
+}
