@@ -27,6 +27,11 @@ std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 
 
 }  // namespace
 
+void* allocate_above_1k(std::size_t size) noexcept {
+  if (size <= kMaxSmallSize) return allocate_small(size_to_class(size));
+  return allocate_large(size);
+}
+
 void* allocate_large(std::size_t size) noexcept {
   if (size > kMaxRequest) return out_of_memory();
   ensure_initialized();

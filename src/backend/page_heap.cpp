@@ -281,6 +281,9 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages) noexcept {
 
 void PageHeap::deallocate(Span* span) noexcept {
   LockGuard guard(mutex_);
+  // Owner tags of a small span's pages must not outlive it (a span reused
+  // as fully mapped keeps its entries).
+  if (span->state == SpanState::kSmall) g_page_map.set_owner_tag(span->first_page, span->page_count, 0);
   --stats_.in_use_spans;
   span->pages_zero = false;
   span->decommitted = false;

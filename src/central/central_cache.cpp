@@ -2,6 +2,7 @@
 
 #include "backend/page_heap.h"
 #include "core/page_map.h"
+#include "frontend/thread_cache.h"
 
 namespace strata::detail {
 
@@ -42,7 +43,12 @@ void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
   span->free_list = nullptr;
   span->carve_next = reinterpret_cast<std::uintptr_t>(span->start());
   span->carve_end = span->carve_next + std::uintptr_t{info.span_objects} * info.size;
+  set_owner(span, owner);
+}
+
+void set_owner(Span* span, ThreadCache* owner) noexcept {
   span->owner.store(owner, std::memory_order_release);
+  g_page_map.set_owner_tag(span->first_page, span->page_count, owner_tag_for(owner, span->size_class));
 }
 
 Span* CentralCache::adopt(ThreadCache* owner) noexcept {
@@ -50,7 +56,7 @@ Span* CentralCache::adopt(ThreadCache* owner) noexcept {
   Span* span = partial_.pop();
   if (span == nullptr) return nullptr;
   --spans_;
-  span->owner.store(owner, std::memory_order_release);
+  set_owner(span, owner);
   return span;
 }
 
@@ -59,7 +65,7 @@ void CentralCache::abandon(SpanList& spans) noexcept {
   {
     LockGuard guard(mutex_);
     while (Span* span = spans.pop()) {
-      span->owner.store(nullptr, std::memory_order_release);
+      set_owner(span, nullptr);
       if (span->allocated == 0) {
         empty.push(span);
       } else {

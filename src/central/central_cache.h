@@ -67,6 +67,10 @@ std::uint32_t take_blocks(Span* span, std::uint32_t count, BlockChain& out) noex
 // the span had no free block before (it must be filed as partial again).
 bool return_block(Span* span, void* block) noexcept;
 
+// Makes `owner` (nullptr: the central cache) the owner of a small span, in
+// the span and in the page map's owner tags.
+void set_owner(Span* span, ThreadCache* owner) noexcept;
+
 // Prepares a fresh span from the page heap for class `cls`.
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept;
 

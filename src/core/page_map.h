@@ -6,9 +6,20 @@
 //   leaf:  2^18 Span* entries (2 MiB, mapped lazily, physical pages appear
 //          only where entries are written: 8 bytes per 8 KiB page, 0.1 %)
 //
+// Each entry holds two words: the Span*, and an owner tag (the owning
+// ThreadCache's address | the size class) for pages of small spans owned by
+// a thread, 0 otherwise. The free fast path compares the tag with its own
+// cache and reads the class from it, without touching the span (one load
+// instead of three). A tag changes only when ownership changes, and every
+// change to or from thread T's ownership is written by T itself (it creates,
+// adopts or gives up the span), so T never sees a stale tag naming T.
+//
 // Lookups take no lock: a leaf, once published, is never moved or freed, and
 // the entries a reader may look at (the pages of a block it owns) were
-// written before that block was handed out. Writers hold the page heap lock.
+// written before that block was handed out. Root entries hold the leaf's
+// offset from a static all-zero leaf, so an absent leaf needs no test: it
+// reads as the zero leaf (virtual memory only, never written).
+// Writers hold the page heap lock (spans) or own the span (tags).
 //
 // Invariants:
 //  - every page of a span in use maps to that span;
@@ -35,14 +46,33 @@ class PageMap {
   static constexpr std::size_t kLeafEntries = std::size_t{1} << kLeafBits;
   static constexpr std::size_t kRootEntries = std::size_t{1} << kRootBits;
 
-  // The span that holds `address`, or nullptr. Hot path: two dependent loads.
-  Span* lookup(const void* address) const noexcept {
+  struct Entry {
+    std::atomic<std::uintptr_t> owner_tag;
+    std::atomic<Span*> span;
+  };
+  struct Leaf {
+    Entry entries[kLeafEntries];
+  };
+
+  // The entry of the page holding `address`. Hot path: two dependent loads.
+  const Entry& entry(const void* address) const noexcept {
     auto bits = reinterpret_cast<std::uintptr_t>(address);
-    const Leaf* leaf = root_[(bits >> (kPageShift + kLeafBits)) & (kRootEntries - 1)].load(
-        std::memory_order_acquire);
-    if (__builtin_expect(leaf == nullptr, 0)) return nullptr;
-    return leaf->entries[(bits >> kPageShift) & (kLeafEntries - 1)].load(
-        std::memory_order_relaxed);
+    std::uintptr_t leaf =
+        root_[(bits >> (kPageShift + kLeafBits)) & (kRootEntries - 1)].load(std::memory_order_acquire) +
+        reinterpret_cast<std::uintptr_t>(&zero_leaf_);
+    std::uintptr_t index_bytes = (bits >> (kPageShift - 4)) & ((kLeafEntries - 1) << 4);
+    static_assert(sizeof(Entry) == 16, "index_bytes assumes 16-byte entries");
+    return *reinterpret_cast<const Entry*>(leaf + index_bytes);
+  }
+
+  // The span that holds `address`, or nullptr.
+  Span* lookup(const void* address) const noexcept {
+    return entry(address).span.load(std::memory_order_relaxed);
+  }
+
+  // The owner tag of the page holding `address` (see above).
+  std::uintptr_t owner_tag(const void* address) const noexcept {
+    return entry(address).owner_tag.load(std::memory_order_relaxed);
   }
 
   Span* lookup_page(PageId page) const noexcept {
@@ -58,15 +88,19 @@ class PageMap {
   void set(PageId page, Span* span) noexcept;
   void set_range(PageId first, std::size_t count, Span* span) noexcept;
 
+  // Writes the owner tag of every page of [first, first + count).
+  void set_owner_tag(PageId first, std::size_t count, std::uintptr_t tag) noexcept;
+
   // Bytes of address space reserved for leaves (for statistics).
   std::size_t leaf_bytes() const noexcept { return leaf_count_ * sizeof(Leaf); }
 
  private:
-  struct Leaf {
-    std::atomic<Span*> entries[kLeafEntries];
-  };
+  Leaf* leaf_for_write(PageId page) const noexcept;
 
-  std::atomic<Leaf*> root_[kRootEntries] = {};
+  // Root entries: offset of the leaf from zero_leaf_, which sits right after
+  // the root so one base register reaches both (one instruction less).
+  std::atomic<std::uintptr_t> root_[kRootEntries] = {};
+  Leaf zero_leaf_;  // .bss: read (as "no span") but never written
   std::size_t leaf_count_ = 0;
 };
 

@@ -91,6 +91,11 @@ inline std::size_t size_to_class(std::size_t size) noexcept {
   return size_class_build::kTables.class_of_index[size_class_build::index_of(size)];
 }
 
+// The same for size <= 1024, without the range test.
+inline std::size_t small_size_to_class(std::size_t size) noexcept {
+  return size_class_build::kTables.class_of_index[(size + 7) >> 3];
+}
+
 inline constexpr const SizeClassInfo& class_info(std::size_t cls) noexcept {
   return size_class_build::kTables.info[cls];
 }

@@ -2,6 +2,7 @@
 #include "frontend/thread_cache.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <pthread.h>
 
 #include "api/options.h"
@@ -18,6 +19,9 @@ namespace {
 // Longest a free list may grow (TCMalloc's kMaxDynamicFreeListLength).
 constexpr std::uint32_t kMaxListLength = 8192;
 
+static_assert(sizeof(ThreadCache) % 2048 == 0, "pool objects must stay 2048-aligned for owner tags");
+static_assert(offsetof(ThreadCache, lists) == kListsOffset, "list offsets assume this layout");
+
 constinit ThreadCache g_empty_cache;  // new threads: empty lists, owns nothing
 constinit ThreadCache g_dead_cache;   // threads past their exit hook
 
@@ -33,7 +37,7 @@ pthread_key_t g_exit_key;
 // (nullptr before its first slow path, &g_dead_cache after its exit). They
 // differ only in checking mode, where t_cache stays at the empty cache so
 // that every malloc and free takes the checked slow path.
-thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = &g_empty_cache;
+constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = &g_empty_cache;
 namespace {
 thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 }
@@ -43,10 +47,10 @@ thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))
 void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept {
   FreeList& list = cache->lists[cls];
   SpanList empty;
-  while (list.length > keep && list.head != nullptr) {
+  while (list.length() > keep && list.head != nullptr) {
     void* block = list.head;
     list.head = list_next(block);
-    --list.length;
+    ++list.room;
     Span* span = g_page_map.lookup(block);
     if (return_block(span, block)) {
       cache->full[cls].remove(span);
@@ -59,7 +63,7 @@ void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexce
       empty.push(span);
     }
   }
-  if (list.head == nullptr) list.length = 0;
+  if (list.head == nullptr) list.room = static_cast<std::int32_t>(list.max_length);
   while (Span* span = empty.pop()) g_page_heap.deallocate(span);
 }
 
@@ -73,8 +77,9 @@ void make_room(ThreadCache* cache, std::size_t growing_cls) noexcept {
     if (cls == growing_cls || list.max_length <= 1) continue;
     std::uint32_t new_max = list.max_length / 2;
     cache->capacity_bytes -= std::size_t{list.max_length - new_max} * class_size(cls);
+    list.room -= static_cast<std::int32_t>(list.max_length - new_max);
     list.max_length = new_max;
-    if (list.length > new_max) shrink_list(cache, cls, new_max);
+    if (list.length() > new_max) shrink_list(cache, cls, new_max);
   }
 }
 
@@ -88,6 +93,7 @@ void grow_limit(ThreadCache* cache, std::size_t cls, std::uint32_t step) noexcep
     if (cache->capacity_bytes + delta > cache->max_bytes) return;
   }
   list.max_length += step;
+  list.room += static_cast<std::int32_t>(step);
   cache->capacity_bytes += delta;
 }
 
@@ -122,7 +128,7 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
   if (chain.empty()) return;
   list_set_next(chain.tail, list.head);
   list.head = chain.head;
-  list.length += chain.count;
+  list.room -= static_cast<std::int32_t>(chain.count);
   // Slow start: a list that keeps running dry earns a longer limit.
   if (want >= list.max_length) grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
 }
@@ -138,10 +144,10 @@ void drain_inbox(ThreadCache* cache) noexcept {
     if (span->owner.load(std::memory_order_relaxed) == cache) {
       std::size_t cls = span->size_class;
       FreeList& list = cache->lists[cls];
-      if (list.length < list.max_length) {
+      if (list.room > 0) {
         list_set_next(block, list.head);
         list.head = block;
-        ++list.length;
+        --list.room;
       } else if (return_block(span, block)) {
         cache->full[cls].remove(span);
         cache->partial[cls].push(span);
@@ -173,20 +179,22 @@ void* allocate_slow(std::size_t cls) noexcept {
     return nullptr;
   }
   list.head = list_next(block);
-  --list.length;
+  ++list.room;
   return block;
 }
 
 void list_too_long(ThreadCache* cache, std::size_t cls) noexcept {
   FreeList& list = cache->lists[cls];
   const SizeClassInfo& info = class_info(cls);
-  std::uint32_t release = list.length < info.batch ? list.length : info.batch;
-  shrink_list(cache, cls, list.length - release);
+  std::uint32_t length = list.length();
+  std::uint32_t release = length < info.batch ? length : info.batch;
+  shrink_list(cache, cls, length - release);
   if (list.max_length < info.batch) grow_limit(cache, cls, 1);
 }
 
-void deallocate_slow(void* block, Span* span) noexcept {
+void deallocate_slow(void* block) noexcept {
   if (block == nullptr) return;
+  Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block))
     return report_bad_free(block, "free of a pointer strata never returned");
   if (span->state == SpanState::kFree)
@@ -206,7 +214,7 @@ void deallocate_slow(void* block, Span* span) noexcept {
     FreeList& list = cache->lists[span->size_class];
     list_set_next(block, list.head);
     list.head = block;
-    if (++list.length > list.max_length) list_too_long(cache, span->size_class);
+    if (--list.room < 0) list_too_long(cache, span->size_class);
     return;
   }
   remote_free(cache, block, span);
@@ -243,10 +251,12 @@ ThreadCache* create_cache() noexcept {
     }
     cache->life = ThreadCache::Life::kAlive;
   }
+  cache->key = g_list_key;
   cache->max_bytes = g_options.thread_cache_bytes;
   cache->capacity_bytes = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     cache->lists[cls].max_length = g_options.check ? 0 : 1;
+    cache->lists[cls].room = static_cast<std::int32_t>(cache->lists[cls].max_length);
     cache->capacity_bytes += cache->lists[cls].max_length * class_size(cls);
   }
   t_live_cache = cache;
@@ -270,6 +280,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     shrink_list(cache, cls, 0);
     cache->lists[cls].max_length = 0;
+    cache->lists[cls].room = 0;
   }
   cache->capacity_bytes = 0;
   // Mail that arrived so far: blocks of our spans go home, the rest on.

@@ -32,10 +32,16 @@
 
 namespace strata::detail {
 
+// The fast paths touch only `head` and `room` (= max_length - length), so a
+// free tests its limit with one decrement and a sign check.
 struct FreeList {
   void* head = nullptr;
-  std::uint32_t length = 0;
+  std::int32_t room = 0;         // max_length - length; negative: over the limit
   std::uint32_t max_length = 0;  // slow start: grows on refills (seed 001)
+
+  std::uint32_t length() const noexcept {
+    return static_cast<std::uint32_t>(static_cast<std::int64_t>(max_length) - room);
+  }
 };
 
 struct ThreadCacheStats {
@@ -48,9 +54,14 @@ struct ThreadCacheStats {
   std::uint64_t spans_new = 0;
 };
 
-class alignas(64) ThreadCache {
+// 2048-aligned: the low 11 bits of its address carry a list's byte offset
+// in page map owner tags (core/page_map.h), so the free fast path gets its
+// list's address from the tag with one XOR.
+class alignas(2048) ThreadCache {
  public:
-  // --- hot: the free lists, first in the object ----------------------------
+  // --- hot: the list key and the free lists, first in the object -----------
+  std::uintptr_t key = 0;  // == g_list_key, kept here to save a load per op
+  std::uintptr_t unused_ = 0;
   FreeList lists[kNumClasses];
 
   // --- cold ----------------------------------------------------------------
@@ -66,32 +77,56 @@ class alignas(64) ThreadCache {
 };
 
 // The calling thread's cache (or the empty/dead static cache).
-extern thread_local ThreadCache* t_cache;
+extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
 void* allocate_slow(std::size_t cls) noexcept;
-void deallocate_slow(void* block, Span* span) noexcept;
+void deallocate_slow(void* block) noexcept;
 void list_too_long(ThreadCache* cache, std::size_t cls) noexcept;
 
-// Fast path of every small malloc.
-inline void* allocate_small(std::size_t cls) noexcept {
-  FreeList& list = t_cache->lists[cls];
+// Byte offset of class `cls`'s free list inside a ThreadCache, and back.
+inline constexpr std::uintptr_t kListsOffset = 16;
+inline constexpr std::uintptr_t list_offset(std::size_t cls) noexcept {
+  return kListsOffset + cls * sizeof(FreeList);
+}
+inline constexpr std::size_t class_of_offset(std::uintptr_t offset) noexcept {
+  return (offset - kListsOffset) / sizeof(FreeList);
+}
+static_assert(list_offset(kNumClasses) <= 2048, "list offsets must fit below the cache alignment");
+
+inline FreeList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
+  return *reinterpret_cast<FreeList*>(reinterpret_cast<char*>(cache) + offset);
+}
+
+// Fast path of every small malloc; `offset` = list_offset(class).
+inline void* allocate_at(std::uintptr_t offset) noexcept {
+  ThreadCache* cache = t_cache;
+  FreeList& list = list_at(cache, offset);
   void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(cls);
-  list.head = list_next(block);
-  --list.length;
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset));
+  list.head = reinterpret_cast<void*>(static_cast<FreeBlock*>(block)->encoded_next ^ cache->key);
+  ++list.room;
   return block;
 }
 
-// Fast path of every free: a block of a span this thread owns.
+inline void* allocate_small(std::size_t cls) noexcept { return allocate_at(list_offset(cls)); }
+
+// Fast path of every free: a block of a span this thread owns. The page's
+// owner tag is (owning cache | list offset): XOR with our cache leaves the
+// offset when we own the span, and a value >= 2048 otherwise (another owner,
+// a large or free span, a pointer strata never returned, NULL).
 inline void deallocate(void* block) noexcept {
-  Span* span = g_page_map.lookup(block);
   ThreadCache* cache = t_cache;
-  if (__builtin_expect(span == nullptr || span->owner.load(std::memory_order_relaxed) != cache, 0))
-    return deallocate_slow(block, span);
-  FreeList& list = cache->lists[span->size_class];
-  list_set_next(block, list.head);
+  std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
+  if (__builtin_expect(offset >= 2048, 0)) return deallocate_slow(block);
+  FreeList& list = list_at(cache, offset);
+  static_cast<FreeBlock*>(block)->encoded_next = reinterpret_cast<std::uintptr_t>(list.head) ^ cache->key;
   list.head = block;
-  if (__builtin_expect(++list.length > list.max_length, 0)) list_too_long(cache, span->size_class);
+  if (__builtin_expect(--list.room < 0, 0)) list_too_long(cache, class_of_offset(offset));
+}
+
+// The owner tag of pages of a span `owner` owns (0 when no thread owns it).
+inline std::uintptr_t owner_tag_for(ThreadCache* owner, std::size_t cls) noexcept {
+  return owner == nullptr ? 0 : reinterpret_cast<std::uintptr_t>(owner) | list_offset(cls);
 }
 
 // The calling thread's live cache, created on first use; nullptr for a

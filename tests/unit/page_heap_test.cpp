@@ -1,0 +1,178 @@
+// The page heap: splitting, coalescing at both ends, best fit, alignment,
+// growing and shrinking in place, and its own invariant checker.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "backend/page_heap.h"
+#include "core/page_map.h"
+
+using namespace strata::detail;
+
+namespace {
+
+// Each test gets a heap of its own (sharing the process's page map), primed
+// with one large free run so that consecutive allocations are neighbours.
+PageHeap& fresh_heap() {
+  auto* heap = new PageHeap();  // lives on: its pages stay mapped in the page map
+  Span* run = heap->allocate(4096);
+  EXPECT_NE(run, nullptr);
+  heap->deallocate(run);
+  return *heap;
+}
+
+void expect_valid(PageHeap& heap) {
+  const char* problem = heap.validate();
+  EXPECT_EQ(problem, nullptr) << problem;
+}
+
+}  // namespace
+
+TEST(PageHeap, AllocateGivesWholeMappedPages) {
+  PageHeap heap_without_priming;
+  PageHeap& heap = heap_without_priming;
+  Span* span = heap.allocate(3);
+  ASSERT_NE(span, nullptr);
+  EXPECT_EQ(span->page_count, 3u);
+  EXPECT_EQ(span->state, SpanState::kLarge);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(span->start()) % kPageSize, 0u);
+  // Fresh pages from the OS read as zero and the span knows it.
+  EXPECT_TRUE(span->pages_zero);
+  auto* bytes = static_cast<unsigned char*>(span->start());
+  for (std::size_t i = 0; i < span->bytes(); i += 512) EXPECT_EQ(bytes[i], 0);
+  bytes[0] = 1;
+  bytes[span->bytes() - 1] = 2;
+  heap.deallocate(span);
+  expect_valid(heap);
+}
+
+TEST(PageHeap, CoalescesWithBothNeighbours) {
+  PageHeap& heap = fresh_heap();
+  // Carving from one free run gives neighbours in address order.
+  Span* a = heap.allocate(4);
+  Span* b = heap.allocate(4);
+  Span* c = heap.allocate(4);
+  Span* guard = heap.allocate(1);  // keeps c's right side in use
+  ASSERT_TRUE(a && b && c && guard);
+  ASSERT_EQ(b->first_page, a->first_page + 4);
+  ASSERT_EQ(c->first_page, b->first_page + 4);
+  PageId start = a->first_page;
+  PageHeapStats before = heap.stats();
+  heap.deallocate(a);
+  heap.deallocate(c);
+  expect_valid(heap);
+  heap.deallocate(b);  // merges with a on the left and c on the right
+  expect_valid(heap);
+  Span* merged = g_page_map.lookup_page(start);
+  ASSERT_NE(merged, nullptr);
+  EXPECT_EQ(merged->state, SpanState::kFree);
+  EXPECT_EQ(merged->first_page, start);
+  EXPECT_GE(merged->page_count, 12u);
+  EXPECT_EQ(heap.stats().in_use_spans, before.in_use_spans - 3);
+  // The whole run comes back in one piece.
+  Span* again = heap.allocate(12);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->first_page, start);
+  heap.deallocate(again);
+  heap.deallocate(guard);
+  expect_valid(heap);
+}
+
+TEST(PageHeap, LargeFreeSpansAreBestFitLowestAddressFirst) {
+  PageHeap& heap = fresh_heap();
+  // Three runs of different lengths over 128 pages, separated by guards.
+  std::vector<Span*> keep;
+  Span* big = heap.allocate(400);
+  keep.push_back(heap.allocate(1));
+  Span* fit = heap.allocate(200);
+  keep.push_back(heap.allocate(1));
+  Span* fit_too = heap.allocate(200);
+  keep.push_back(heap.allocate(1));
+  ASSERT_TRUE(big && fit && fit_too);
+  PageId fit_page = fit->first_page, fit_too_page = fit_too->first_page;
+  ASSERT_LT(fit_page, fit_too_page);
+  heap.deallocate(big);
+  heap.deallocate(fit_too);
+  heap.deallocate(fit);
+  expect_valid(heap);
+  Span* chosen = heap.allocate(150);  // 200 fits better than 400; lowest address wins
+  ASSERT_NE(chosen, nullptr);
+  EXPECT_EQ(chosen->first_page, fit_page);
+  heap.deallocate(chosen);
+  for (Span* s : keep) heap.deallocate(s);
+  expect_valid(heap);
+}
+
+TEST(PageHeap, AlignedSpans) {
+  PageHeap& heap = fresh_heap();
+  for (std::size_t align_pages : {2u, 8u, 64u, 256u}) {
+    Span* span = heap.allocate(3, align_pages);
+    ASSERT_NE(span, nullptr);
+    EXPECT_EQ(span->first_page % align_pages, 0u);
+    EXPECT_EQ(span->page_count, 3u);
+    heap.deallocate(span);
+  }
+  expect_valid(heap);
+}
+
+TEST(PageHeap, GrowsInPlaceWhenTheNextPagesAreFreeAndShrinks) {
+  PageHeap& heap = fresh_heap();
+  Span* span = heap.allocate(40);
+  Span* next = heap.allocate(40);
+  ASSERT_TRUE(span && next);
+  ASSERT_EQ(next->first_page, span->first_page + 40);
+  EXPECT_FALSE(heap.try_grow(span, 60)) << "the next span is in use";
+  heap.deallocate(next);
+  EXPECT_FALSE(heap.try_grow(span, std::size_t{1} << 30)) << "not that many free pages follow";
+  EXPECT_TRUE(heap.try_grow(span, 60));
+  EXPECT_EQ(span->page_count, 60u);
+  for (std::size_t i = 0; i < 60; ++i) EXPECT_EQ(g_page_map.lookup_page(span->first_page + i), span);
+  expect_valid(heap);
+  heap.shrink(span, 10);
+  EXPECT_EQ(span->page_count, 10u);
+  Span* tail = g_page_map.lookup_page(span->first_page + 10);
+  ASSERT_NE(tail, nullptr);
+  EXPECT_EQ(tail->state, SpanState::kFree);
+  expect_valid(heap);
+  heap.deallocate(span);
+  expect_valid(heap);
+}
+
+TEST(PageHeap, ReservationsAreLargeNotOnePerAllocation) {
+  PageHeap heap;
+  PageHeapStats before = heap.stats();
+  std::vector<Span*> spans;
+  for (int i = 0; i < 200; ++i) spans.push_back(heap.allocate(1 + i % 7));
+  PageHeapStats during = heap.stats();
+  EXPECT_LE(during.reservations - before.reservations, 4u);
+  for (Span* s : spans) heap.deallocate(s);
+  expect_valid(heap);
+  // The same cycle again needs no new memory at all.
+  PageHeapStats after_first = heap.stats();
+  for (int i = 0; i < 200; ++i) spans[i] = heap.allocate(1 + i % 7);
+  for (Span* s : spans) heap.deallocate(s);
+  EXPECT_EQ(heap.stats().reservations, after_first.reservations);
+  EXPECT_EQ(heap.stats().mapped_bytes % kReservationBytes, 0u);
+}
+
+TEST(PageHeap, DecommitMakesFreePagesZeroAndCountsThem) {
+  PageHeap& heap = fresh_heap();
+  Span* span = heap.allocate(16);
+  ASSERT_NE(span, nullptr);
+  PageId first = span->first_page;
+  auto* bytes = static_cast<unsigned char*>(span->start());
+  for (std::size_t i = 0; i < span->bytes(); ++i) bytes[i] = 0xab;
+  heap.deallocate(span);
+  std::size_t released = heap.decommit_free(0, 0);
+  EXPECT_GE(released, 16 * kPageSize);
+  PageHeapStats stats = heap.stats();
+  EXPECT_EQ(stats.decommitted_bytes, stats.free_bytes);
+  Span* again = heap.allocate(16);
+  ASSERT_NE(again, nullptr);
+  if (again->first_page == first) {
+    EXPECT_TRUE(again->pages_zero);
+    EXPECT_EQ(static_cast<unsigned char*>(again->start())[100], 0);
+  }
+  heap.deallocate(again);
+  expect_valid(heap);
+}

@@ -1,0 +1,74 @@
+// The size-class table: every size maps, the waste bounds, alignment,
+// monotonic classes, span shapes, and the fast path's offset table.
+#include <gtest/gtest.h>
+
+#include "api/allocator.h"
+#include "core/size_classes.h"
+
+using namespace strata::detail;
+
+TEST(SizeClasses, EverySizeMapsToAClassThatHoldsIt) {
+  for (std::size_t size = 0; size <= kMaxSmallSize; ++size) {
+    std::size_t cls = size_to_class(size);
+    ASSERT_GE(cls, 1u) << size;
+    ASSERT_LT(cls, kNumClasses) << size;
+    ASSERT_GE(class_size(cls), size) << size;
+    // The smallest such class: the one below is too small.
+    if (cls > 1) ASSERT_LT(class_size(cls - 1), size) << size;
+  }
+}
+
+TEST(SizeClasses, WasteBounds) {
+  for (std::size_t size = 1; size <= kMaxSmallSize; ++size) {
+    std::size_t waste = class_size(size_to_class(size)) - size;
+    if (size > 128) {
+      ASSERT_LE(waste * 8, size) << "over 12.5 % waste at " << size;
+    } else {
+      // 16-byte alignment of every block >= 16 B costs up to 15 B here
+      // (docs/design.md: why strata keeps glibc's alignment).
+      ASSERT_LE(waste, size <= 8 ? 7u : 15u) << size;
+    }
+  }
+}
+
+TEST(SizeClasses, AlignmentAndMonotonicity) {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    std::size_t size = class_size(cls);
+    if (size >= 16) EXPECT_EQ(size % 16, 0u) << size;
+    if (cls > 1) EXPECT_GT(size, class_size(cls - 1));
+  }
+  for (std::size_t p = 8; p <= kMaxSmallSize; p *= 2)
+    EXPECT_EQ(class_size(size_to_class(p)), p) << "power of two " << p << " is a class";
+  EXPECT_EQ(class_size(kNumClasses - 1), kMaxSmallSize);
+}
+
+TEST(SizeClasses, SpanShapes) {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    const SizeClassInfo& info = class_info(cls);
+    std::size_t span_bytes = std::size_t{info.span_pages} * kPageSize;
+    EXPECT_EQ(info.span_objects, span_bytes / info.size);
+    EXPECT_GE(info.span_objects, 1u);
+    EXPECT_LE((span_bytes % info.size) * 8, span_bytes) << "tail waste of class " << cls;
+    EXPECT_GE(info.batch, 2u);
+    EXPECT_LE(info.batch, 128u);
+  }
+}
+
+TEST(SizeClasses, FastPathOffsetTableAgreesWithTheClassTable) {
+  for (std::size_t size = 0; size <= 1024; ++size) {
+    EXPECT_EQ(kSmallOffsets.offset[size], list_offset(size_to_class(size))) << size;
+    EXPECT_EQ(class_of_offset(kSmallOffsets.offset[size]), size_to_class(size));
+  }
+}
+
+TEST(SizeClasses, AlignedClassesHoldTheirAlignment) {
+  for (std::size_t alignment = 32; alignment <= kPageSize; alignment *= 2)
+    for (std::size_t size = 1; size <= 20000; size += 97) {
+      std::size_t cls = aligned_size_to_class(size, alignment);
+      ASSERT_NE(cls, 0u);
+      EXPECT_GE(class_size(cls), size);
+      EXPECT_EQ(class_size(cls) % alignment, 0u);
+    }
+  EXPECT_EQ(aligned_size_to_class(16, 2 * kPageSize), 0u) << "over a page goes to the page heap";
+  EXPECT_EQ(aligned_size_to_class(kMaxSmallSize + 1, 64), 0u);
+}
