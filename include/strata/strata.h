@@ -38,8 +38,9 @@ STRATA_API STRATA_MALLOC_ATTR void* strata_malloc(size_t size);
 STRATA_API STRATA_MALLOC_ATTR void* strata_calloc(size_t count, size_t size);
 
 /* Resizes `ptr`, keeping its contents up to the smaller size. Stays in place
- * when the new size fits the block; grows large blocks in place when the next
- * pages are free. realloc(NULL, n) == malloc(n); realloc(p, 0) frees p and
+ * when the new size fits the block and is at least half its usable size
+ * (shrinking further moves the data to a smaller block, so memory is not
+ * wasted); grows large blocks in place when the next pages are free. realloc(NULL, n) == malloc(n); realloc(p, 0) frees p and
  * returns a fresh minimum-size block (glibc returns NULL; strata keeps the
  * C23 "may return either" freedom on the side of never losing a pointer).
  * On failure returns NULL, leaves `ptr` untouched, errno = ENOMEM. */

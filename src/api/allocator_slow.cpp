@@ -87,7 +87,8 @@ std::size_t usable_size(const void* block) noexcept {
 void* reallocate(void* block, std::size_t size) noexcept {
   if (block == nullptr) return allocate(size);
   Span* span = g_page_map.lookup(block);
-  if (span == nullptr || !span->contains(block) || span->state == SpanState::kFree ||
+  if (span == nullptr || !span->contains(block) ||
+      (span->state != SpanState::kSmall && span->state != SpanState::kLarge) ||
       (span->state == SpanState::kLarge && block != span->start())) {
     report_bad_free(block, "realloc of a pointer strata never returned");
     errno = EINVAL;
@@ -101,17 +102,16 @@ void* reallocate(void* block, std::size_t size) noexcept {
     if (size <= old_size && size >= old_size / 2) return block;
   } else {
     old_size = span->bytes();
-    if (size > kMaxSmallSize) {
-      std::size_t pages = pages_for(size);
-      if (pages <= span->page_count) {
+    std::size_t pages = pages_for(size);
+    if (size <= old_size) {
+      if (size > kMaxSmallSize) {
         // Shrinking: give back the tail when it is worth a page heap visit.
         if (span->page_count - pages >= span->page_count / 4 + 1) g_page_heap.shrink(span, pages);
         return block;
       }
-      // Growing: take the free pages right after the block, if there are enough.
-      if (g_page_heap.try_grow(span, pages)) return block;
-    } else if (size >= old_size / 2) {
-      return block;
+      if (size >= old_size / 2) return block;  // small enough to move, not worth it
+    } else if (g_page_heap.try_grow(span, pages)) {
+      return block;  // the free pages right after the block were enough
     }
   }
   void* moved = allocate(size == 0 ? 1 : size);

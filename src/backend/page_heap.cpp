@@ -143,10 +143,13 @@ void PageHeap::unfile_free_locked(Span* span) noexcept {
   stats_.free_bytes -= span->bytes();
   if (span->decommitted) stats_.decommitted_bytes -= span->bytes();
   --stats_.free_spans;
+  span->state = SpanState::kDetached;
 }
 
 void PageHeap::insert_free_locked(Span* span) noexcept {
-  span->state = SpanState::kFree;
+  // Neighbours merge only when filed (kFree): a stale page map entry may
+  // point at a recycled Span object that is being split right now.
+  span->state = SpanState::kDetached;
   span->free_since = monotonic_ns();
   // Merge with the span just before: its last page maps to it.
   if (Span* before = g_page_map.lookup_page(span->first_page - 1);

@@ -1,6 +1,7 @@
 // A span: a run of contiguous pages, the unit the page heap hands out.
 //
-// A span is in one of three states:
+// A span is in one of four states:
+//   kDetached  being split or merged by the page heap (never seen unlocked);
 //   kFree   in the page heap's free structures;
 //   kSmall  cut into blocks of one size class;
 //   kLarge  one block (a request over kMaxSmallSize, or an over-aligned one).
@@ -28,13 +29,13 @@ namespace strata::detail {
 
 class ThreadCache;
 
-enum class SpanState : std::uint8_t { kFree, kSmall, kLarge };
+enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
 struct Span {
   // --- read on the free fast path: keep first, in one cache line ---------
   std::atomic<ThreadCache*> owner{nullptr};
   std::uint8_t size_class = 0;     // 0 for free and large spans
-  SpanState state = SpanState::kFree;
+  SpanState state = SpanState::kDetached;  // kFree exactly while filed
   bool pages_zero = false;         // all pages known to read as zero
   bool fully_mapped = false;       // every page (not just the ends) maps here
   std::uint32_t allocated = 0;     // blocks out of the span (see invariant)

@@ -197,7 +197,7 @@ void deallocate_slow(void* block) noexcept {
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block))
     return report_bad_free(block, "free of a pointer strata never returned");
-  if (span->state == SpanState::kFree)
+  if (span->state != SpanState::kSmall && span->state != SpanState::kLarge)
     return report_bad_free(block, "double free (block of a free span)");
   if (span->state == SpanState::kLarge) {
     if (block != span->start()) return report_bad_free(block, "free of an interior pointer");
