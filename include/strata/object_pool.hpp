@@ -92,6 +92,7 @@ class object_pool {
     }
     ++live_;
     if constexpr (detail::pool_checks_enabled) mark(s, true);
+    detail::unpoison_slot(s, sizeof(slot));
     return std::addressof(s->value);
   }
 
@@ -103,6 +104,7 @@ class object_pool {
     s->next = free_;
     free_ = s;
     --live_;
+    detail::poison_free_slot(s, sizeof(slot));
   }
 
   // allocate() + construct. If the constructor throws, the slot goes back
@@ -168,6 +170,7 @@ class object_pool {
   void free_chunks() noexcept {
     while (chunks_ != nullptr) {
       chunk_header* next = chunks_->next;
+      detail::unpoison_slot(chunks_, chunk_allocation_bytes);
       detail::deallocate_bytes(chunks_, chunk_allocation_bytes, slot_align);
       chunks_ = next;
     }

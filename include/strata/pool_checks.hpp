@@ -12,10 +12,46 @@
 #define STRATA_POOL_CHECKS 0
 #endif
 
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define STRATA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define STRATA_ASAN 1
+#endif
+#endif
+#ifndef STRATA_ASAN
+#define STRATA_ASAN 0
+#endif
+#if STRATA_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace strata::detail {
+
+// Under AddressSanitizer, free slots of an object_pool are poisoned (all but
+// their link), so a use after destroy() is reported like a heap
+// use-after-free. Without ASan these do nothing.
+inline void poison_free_slot(void* slot, std::size_t bytes) noexcept {
+#if STRATA_ASAN
+  if (bytes > sizeof(void*))
+    ASAN_POISON_MEMORY_REGION(static_cast<char*>(slot) + sizeof(void*), bytes - sizeof(void*));
+#else
+  (void)slot;
+  (void)bytes;
+#endif
+}
+inline void unpoison_slot(void* slot, std::size_t bytes) noexcept {
+#if STRATA_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(slot, bytes);
+#else
+  (void)slot;
+  (void)bytes;
+#endif
+}
 
 inline constexpr bool pool_checks_enabled = STRATA_POOL_CHECKS != 0;
 

@@ -62,6 +62,82 @@ STRATA_API STRATA_MALLOC_ATTR void* strata_aligned_alloc(size_t alignment, size_
  * Writing up to that many bytes is legal. 0 for NULL. */
 STRATA_API size_t strata_usable_size(const void* ptr);
 
+/* ---- Memory back to the OS ------------------------------------------------
+ * Returns every free page to the OS now: the calling thread's cached blocks
+ * go back to their spans, empty spans to the page heap, and every free page
+ * of the page heap is decommitted (MADV_DONTNEED). Other threads' caches are
+ * left alone (they give memory back on their own, after the decay time).
+ * Returns the number of bytes decommitted by this call. */
+STRATA_API size_t strata_release_free_memory(void);
+
+/* ---- Statistics -----------------------------------------------------------
+ * Counters are kept per thread and per tier, and added up on request; while
+ * other threads allocate, the sums are a close snapshot, not an atomic one.
+ * docs/configuration.md explains each field. */
+#define STRATA_NUM_SIZE_CLASSES 98 /* class 0 is unused */
+
+typedef struct strata_class_stats {
+  size_t block_size;     /* bytes per block */
+  size_t blocks_in_use;  /* handed to the program (and not yet freed back) */
+  size_t blocks_cached;  /* free, in thread caches' lists */
+  size_t blocks_free_in_spans; /* free inside spans (central and owned) */
+  size_t spans;          /* spans of this class */
+} strata_class_stats;
+
+typedef struct strata_stats_t {
+  size_t mapped_bytes;         /* address space reserved from the OS */
+  size_t resident_bytes;       /* physical memory of the whole process now */
+  size_t in_use_bytes;         /* bytes of blocks the program holds (block sizes) */
+  size_t large_in_use_bytes;   /* of which blocks over 256 KiB (whole spans) */
+  size_t small_span_bytes;     /* pages cut into size-class blocks */
+  size_t thread_cache_bytes;   /* free blocks in thread caches */
+  size_t in_transit_bytes;     /* freed blocks waiting in outboxes */
+  size_t span_free_bytes;      /* free blocks inside small spans */
+  size_t page_heap_free_bytes; /* free pages still backed by memory */
+  size_t decommitted_bytes;    /* free pages given back to the OS */
+  size_t metadata_bytes;       /* spans, thread caches, page map leaves */
+  size_t threads;              /* live thread caches */
+  size_t spans_in_use;
+  size_t free_spans;
+  size_t os_reservations;      /* mmap calls for heap memory */
+  size_t decommit_calls;       /* madvise calls */
+  size_t remote_frees;         /* blocks freed by a thread that did not own them */
+  size_t remote_batches;       /* batches those travelled in */
+  size_t page_heap_lock_contended;
+  size_t central_lock_contended;
+  double fragmentation;        /* 1 - in_use / (mapped - decommitted) */
+  strata_class_stats classes[STRATA_NUM_SIZE_CLASSES];
+} strata_stats_t;
+
+STRATA_API void strata_stats(strata_stats_t* out);
+
+/* A sink for text: called with pieces of the report (not NUL-terminated). */
+typedef void (*strata_write_fn)(void* context, const char* text, size_t length);
+
+/* Prints the statistics as a readable table, then as one line of JSON.
+ * write == NULL prints to stderr. Never allocates. */
+STRATA_API void strata_print_stats(strata_write_fn write, void* context);
+STRATA_API void strata_print_stats_json(strata_write_fn write, void* context);
+
+/* ---- Configuration ----------------------------------------------------------
+ * Each option is also read once from its STRATA_* environment variable at
+ * the first allocation; docs/configuration.md lists them. */
+typedef enum strata_option {
+  STRATA_OPTION_THREAD_CACHE_BYTES = 0, /* STRATA_THREAD_CACHE_BYTES, bytes per thread */
+  STRATA_OPTION_DECAY_MS = 1,           /* STRATA_DECAY_MS, 0 = give pages back at once */
+  STRATA_OPTION_BACKGROUND_THREAD = 2,  /* STRATA_BACKGROUND_THREAD, 0/1 */
+  STRATA_OPTION_HUGE_PAGES = 3,         /* STRATA_HUGE_PAGES, 0/1 */
+  STRATA_OPTION_CHECK = 4,              /* STRATA_CHECK, 0/1 (only before the first allocation) */
+  STRATA_OPTION_VERBOSE = 5,            /* STRATA_VERBOSE, 0/1 */
+  STRATA_OPTION_SHOW_STATS = 6          /* STRATA_SHOW_STATS, 0/1: print statistics at exit */
+} strata_option;
+
+/* Returns 0, or EINVAL for an unknown option or a value out of range, or
+ * EBUSY for an option that can no longer change (checking mode). */
+STRATA_API int strata_option_set(strata_option option, long value);
+/* Returns the option's value, or -1 for an unknown option. */
+STRATA_API long strata_option_get(strata_option option);
+
 #ifdef __cplusplus
 }
 #endif

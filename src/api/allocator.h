@@ -43,8 +43,13 @@ inline constexpr SmallOffsetTable kSmallOffsets = [] {
   return t;
 }();
 
+// Sizes below this take the inline path: 1025 normally, 0 in checking mode
+// (so that every malloc reaches allocate_above_1k, which checks). A variable
+// limit costs the same one compare as a constant one.
+extern STRATA_INTERNAL std::size_t g_fast_size_limit;
+
 inline void* allocate(std::size_t size) noexcept {
-  if (__builtin_expect(size <= 1024, 1)) return allocate_at(kSmallOffsets.offset[size]);
+  if (__builtin_expect(size < g_fast_size_limit, 1)) return allocate_at(kSmallOffsets.offset[size]);
   return allocate_above_1k(size);
 }
 

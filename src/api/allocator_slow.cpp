@@ -3,7 +3,9 @@
 #include <cstring>
 
 #include "api/allocator.h"
+#include "api/checked.h"
 #include "api/diagnostics.h"
+#include "api/options.h"
 #include "backend/page_heap.h"
 #include "core/free_list.h"
 #include "core/page_map.h"
@@ -11,6 +13,7 @@
 namespace strata::detail {
 
 std::uintptr_t g_list_key = 0;  // set once, before the first list exists
+std::size_t g_fast_size_limit = 1025;
 
 namespace {
 
@@ -28,6 +31,7 @@ std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 
 }  // namespace
 
 void* allocate_above_1k(std::size_t size) noexcept {
+  if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
   if (size <= kMaxSmallSize) return allocate_small(size_to_class(size));
   return allocate_large(size);
 }
@@ -41,6 +45,7 @@ void* allocate_large(std::size_t size) noexcept {
 }
 
 void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
+  if (g_options.check && checking()) return checked_allocate(alignment, size);
   if (alignment <= kMinAlignment) return allocate(size < alignment ? alignment : size);
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
@@ -57,6 +62,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
 }
 
 void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
+  if (g_options.check && checking()) return checked_allocate_zeroed(count, size);
   std::size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return out_of_memory();
   if (total <= kMaxSmallSize) {
@@ -77,6 +83,7 @@ void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
 
 std::size_t usable_size(const void* block) noexcept {
   if (block == nullptr) return 0;
+  if (g_options.check) return checked_usable_size(block);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block)) return 0;
   if (span->state == SpanState::kSmall) return class_size(span->size_class);
@@ -85,6 +92,7 @@ std::size_t usable_size(const void* block) noexcept {
 }
 
 void* reallocate(void* block, std::size_t size) noexcept {
+  if (g_options.check) return checked_reallocate(block, size);
   if (block == nullptr) return allocate(size);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block) ||

@@ -3,6 +3,10 @@
 #include "platform/os.h"
 
 namespace strata::detail {
+extern std::size_t g_fast_size_limit;
+}
+
+namespace strata::detail {
 
 constinit Options g_options;
 
@@ -84,6 +88,7 @@ void load_options() noexcept {
   read_bool("STRATA_BACKGROUND_THREAD", g_options.background_thread);
   read_bool("STRATA_HUGE_PAGES", g_options.huge_pages);
   read_bool("STRATA_SHOW_STATS", g_options.show_stats);
+  if (g_options.check) g_fast_size_limit = 0;  // every malloc takes the checked path
 }
 
 }  // namespace strata::detail

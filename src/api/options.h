@@ -3,6 +3,8 @@
 // docs/configuration.md lists every option.
 #pragma once
 
+#include "core/constants.h"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -18,9 +20,13 @@ struct Options {
   bool show_stats = false;                          // STRATA_SHOW_STATS: print statistics at exit
 };
 
-extern Options g_options;
+extern STRATA_INTERNAL Options g_options;
 
 // Reads the environment; malformed values warn on stderr and keep the default.
 void load_options() noexcept;
+
+// The optional background thread (STRATA_BACKGROUND_THREAD=1).
+void start_background_thread_if_wanted() noexcept;
+void background_thread_after_fork_child() noexcept;
 
 }  // namespace strata::detail

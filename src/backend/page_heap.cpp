@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "api/options.h"
 #include "backend/metadata_pool.h"
 #include "core/page_map.h"
 #include "platform/os.h"
@@ -10,16 +11,19 @@ namespace strata::detail {
 
 constinit PageHeap g_page_heap;
 
-namespace {
-
-constinit MetadataPool<Span> g_span_pool;
-
 std::uint64_t monotonic_ns() noexcept {
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
   return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(now.tv_nsec);
 }
+
+namespace {
+
+constinit MetadataPool<Span> g_span_pool;
+
+// Spans visited per decay run on the allocation path: the bound on its cost.
+constexpr std::size_t kDecaySpansPerRun = 64;
 
 // --- the treap of large free spans, keyed by (page_count, first_page) -----
 
@@ -129,6 +133,7 @@ void PageHeap::file_free_locked(Span* span) noexcept {
   }
   stats_.free_bytes += span->bytes();
   if (span->decommitted) stats_.decommitted_bytes += span->bytes();
+  else decay_push_locked(span);
   ++stats_.free_spans;
 }
 
@@ -142,8 +147,82 @@ void PageHeap::unfile_free_locked(Span* span) noexcept {
   }
   stats_.free_bytes -= span->bytes();
   if (span->decommitted) stats_.decommitted_bytes -= span->bytes();
+  if (span->in_decay_queue) decay_remove_locked(span);
   --stats_.free_spans;
   span->state = SpanState::kDetached;
+}
+
+// --- decay: free pages go back to the OS after a while -------------------------
+
+void PageHeap::decay_push_locked(Span* span) noexcept {
+  span->decay_next = nullptr;
+  span->decay_prev = decay_tail_;
+  if (decay_tail_) decay_tail_->decay_next = span; else decay_head_ = span;
+  decay_tail_ = span;
+  span->in_decay_queue = true;
+}
+
+void PageHeap::decay_remove_locked(Span* span) noexcept {
+  if (span->decay_prev) span->decay_prev->decay_next = span->decay_next; else decay_head_ = span->decay_next;
+  if (span->decay_next) span->decay_next->decay_prev = span->decay_prev; else decay_tail_ = span->decay_prev;
+  span->decay_next = span->decay_prev = nullptr;
+  span->in_decay_queue = false;
+}
+
+void PageHeap::decommit_locked(Span* span) noexcept {
+  os_decommit(span->start(), span->bytes());
+  ++stats_.decommit_calls;
+  span->decommitted = true;
+  span->pages_zero = true;
+  stats_.decommitted_bytes += span->bytes();
+  if (span->in_decay_queue) decay_remove_locked(span);
+}
+
+// Visits up to `max_spans` queued spans from the oldest: old enough ones are
+// decommitted, younger ones move to the back (the queue is only roughly
+// ordered: a split remainder keeps its older timestamp).
+std::size_t PageHeap::decay_locked(std::uint64_t now_ns, std::uint64_t min_age_ns,
+                                   std::size_t max_spans) noexcept {
+  std::size_t released = 0, visited = 0, queued = stats_.free_spans;
+  while (decay_head_ != nullptr && (max_spans == 0 || visited < max_spans) && visited < queued) {
+    Span* span = decay_head_;
+    ++visited;
+    if (min_age_ns == 0 || now_ns - span->free_since >= min_age_ns) {
+      released += span->bytes();
+      decommit_locked(span);
+    } else {
+      decay_remove_locked(span);
+      decay_push_locked(span);
+    }
+  }
+  return released;
+}
+
+void PageHeap::set_decay(std::uint64_t decay_ns) noexcept {
+  decay_ns_.store(decay_ns, std::memory_order_relaxed);
+  next_decay_at_ns_.store(0, std::memory_order_relaxed);
+}
+
+void PageHeap::after_change_locked() noexcept {
+  std::uint64_t decay = decay_ns_.load(std::memory_order_relaxed);
+  if (decay == 0) {
+    if (decay_head_ != nullptr) decay_locked(0, 0, 0);
+    return;
+  }
+  std::uint64_t now = monotonic_ns();
+  if (now < next_decay_at_ns_.load(std::memory_order_relaxed)) return;
+  // Run four times per decay period: a page goes back at most 1.25 decay
+  // periods after it became free, while the heap is in use at all.
+  next_decay_at_ns_.store(now + decay / 4, std::memory_order_relaxed);
+  decay_locked(now, decay, kDecaySpansPerRun);
+}
+
+void PageHeap::maybe_decay() noexcept {
+  std::uint64_t due = next_decay_at_ns_.load(std::memory_order_relaxed);
+  if (monotonic_ns() < due) return;
+  if (!mutex_.try_lock()) return;  // someone is in the heap: they will do it
+  after_change_locked();
+  mutex_.unlock();
 }
 
 void PageHeap::insert_free_locked(Span* span) noexcept {
@@ -230,6 +309,7 @@ Span* PageHeap::grow_locked(std::size_t pages) noexcept {
     memory = os_map(ahead, kReservationBytes);
   }
   if (memory == nullptr) return nullptr;
+  if (g_options.huge_pages) os_advise_hugepage(memory, ahead);
   if (next_growth_bytes_ < (std::size_t{64} << 20)) next_growth_bytes_ *= 2;
   PageId first = page_of(memory);
   std::size_t count = ahead >> kPageShift;
@@ -279,6 +359,8 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages) noexcept {
   span->in_list = false;
   map_whole_locked(span);
   ++stats_.in_use_spans;
+  stats_.in_use_bytes += span->bytes();
+  after_change_locked();
   return span;
 }
 
@@ -286,7 +368,11 @@ void PageHeap::deallocate(Span* span) noexcept {
   LockGuard guard(mutex_);
   // Owner tags of a small span's pages must not outlive it (a span reused
   // as fully mapped keeps its entries).
-  if (span->state == SpanState::kSmall) g_page_map.set_owner_tag(span->first_page, span->page_count, 0);
+  if (span->state == SpanState::kSmall) {
+    g_page_map.set_owner_tag(span->first_page, span->page_count, 0);
+    small_span_bytes_.fetch_sub(span->bytes(), std::memory_order_relaxed);
+  }
+  stats_.in_use_bytes -= span->bytes();
   --stats_.in_use_spans;
   span->pages_zero = false;
   span->decommitted = false;
@@ -294,6 +380,7 @@ void PageHeap::deallocate(Span* span) noexcept {
   span->free_list = nullptr;
   span->carve_next = span->carve_end = 0;
   insert_free_locked(span);
+  after_change_locked();
 }
 
 bool PageHeap::try_grow(Span* span, std::size_t pages) noexcept {
@@ -317,6 +404,7 @@ bool PageHeap::try_grow(Span* span, std::size_t pages) noexcept {
   }
   g_page_map.set_range(after->first_page, after->page_count, span);
   span->page_count += extra;
+  stats_.in_use_bytes += extra << kPageShift;
   delete_span(after);
   return true;
 }
@@ -326,33 +414,22 @@ void PageHeap::shrink(Span* span, std::size_t pages) noexcept {
   if (pages == 0 || pages >= span->page_count) return;
   Span* rest = split_front_locked(span, pages);
   if (rest == nullptr) return;
+  stats_.in_use_bytes -= rest->bytes();
   rest->pages_zero = false;
   rest->decommitted = false;
   insert_free_locked(rest);
 }
 
-std::size_t PageHeap::decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns) noexcept {
+std::size_t PageHeap::decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns,
+                                   std::size_t max_spans) noexcept {
   LockGuard guard(mutex_);
-  std::size_t released = 0;
-  auto visit = [&](Span* span) {
-    if (span->decommitted) return;
-    if (min_age_ns != 0 && now_ns - span->free_since < min_age_ns) return;
-    os_decommit(span->start(), span->bytes());
-    ++stats_.decommit_calls;
-    span->decommitted = true;
-    span->pages_zero = true;
-    stats_.decommitted_bytes += span->bytes();
-    released += span->bytes();
-  };
-  for (std::size_t n = 1; n <= kMaxListPages; ++n)
-    for (Span* s = lists_[n].head; s != nullptr; s = s->next) visit(s);
-  treap_for_each(large_root_, visit);
-  return released;
+  return decay_locked(now_ns, min_age_ns, max_spans);
 }
 
 PageHeapStats PageHeap::stats() noexcept {
   LockGuard guard(mutex_);
   PageHeapStats copy = stats_;
+  copy.small_span_bytes = small_span_bytes_.load(std::memory_order_relaxed);
   copy.lock_contended = mutex_.contended_count();
   return copy;
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 
 #include "core/span.h"
@@ -28,6 +29,8 @@ struct PageHeapStats {
   std::size_t free_bytes = 0;         // in free spans (including decommitted)
   std::size_t decommitted_bytes = 0;  // free and given back to the OS
   std::size_t in_use_spans = 0;
+  std::size_t in_use_bytes = 0;       // pages of spans handed out (small and large)
+  std::size_t small_span_bytes = 0;   // of which cut into size classes
   std::size_t free_spans = 0;
   std::size_t reservations = 0;       // mmap calls for heap memory
   std::size_t decommit_calls = 0;     // madvise calls
@@ -54,10 +57,23 @@ class PageHeap {
   void shrink(Span* span, std::size_t pages) noexcept;
 
   // Returns free pages to the OS: those free for at least `min_age_ns`
-  // (0: all). Returns the bytes decommitted. Called with no lock held.
-  std::size_t decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns) noexcept;
+  // (0: all), visiting at most `max_spans` free spans (0: no bound).
+  // Returns the bytes decommitted. Takes the lock.
+  std::size_t decommit_free(std::uint64_t now_ns, std::uint64_t min_age_ns,
+                            std::size_t max_spans = 0) noexcept;
+
+  // The decay policy: free pages go back to the OS once free for `decay_ns`
+  // (0: at once). Checked, at bounded cost, whenever the heap is used; also
+  // callable from the thread caches' slow paths (maybe_decay).
+  void set_decay(std::uint64_t decay_ns) noexcept;
+  void maybe_decay() noexcept;  // cheap when nothing is due; never blocks on the lock
 
   PageHeapStats stats() noexcept;
+
+  // A span handed out became a small span (counted apart from large blocks).
+  void note_small_span(const Span* span) noexcept {
+    small_span_bytes_.fetch_add(span->bytes(), std::memory_order_relaxed);
+  }
   Mutex& mutex() noexcept { return mutex_; }
 
   // Checks every invariant of the free structures (tests, debug builds).
@@ -72,6 +88,11 @@ class PageHeap {
   void unfile_free_locked(Span* span) noexcept;
   Span* split_front_locked(Span* span, std::size_t pages) noexcept;  // returns the rest
   void map_whole_locked(Span* span) noexcept;
+  void decay_push_locked(Span* span) noexcept;
+  void decay_remove_locked(Span* span) noexcept;
+  void decommit_locked(Span* span) noexcept;
+  std::size_t decay_locked(std::uint64_t now_ns, std::uint64_t min_age_ns, std::size_t max_spans) noexcept;
+  void after_change_locked() noexcept;  // runs the decay when due
 
   Mutex mutex_;
   SpanList lists_[kMaxListPages + 1];
@@ -79,9 +100,17 @@ class PageHeap {
   Span* large_root_ = nullptr;              // treap of spans > kMaxListPages
   PageHeapStats stats_;
   std::size_t next_growth_bytes_ = kReservationBytes;
+  std::atomic<std::size_t> small_span_bytes_{0};
+  Span* decay_head_ = nullptr;  // committed free spans, oldest first (roughly)
+  Span* decay_tail_ = nullptr;
+  std::atomic<std::uint64_t> decay_ns_{1000000000ull};
+  std::atomic<std::uint64_t> next_decay_at_ns_{0};
 };
 
-extern PageHeap g_page_heap;
+extern STRATA_INTERNAL PageHeap g_page_heap;
+
+// CLOCK_MONOTONIC_COARSE in nanoseconds (vDSO: no system call).
+std::uint64_t monotonic_ns() noexcept;
 
 // Span metadata objects.
 Span* new_span() noexcept;

@@ -1,5 +1,7 @@
 #include "central/central_cache.h"
 
+#include "api/checked.h"
+#include "api/options.h"
 #include "backend/page_heap.h"
 #include "core/page_map.h"
 #include "frontend/thread_cache.h"
@@ -18,6 +20,9 @@ std::uint32_t take_blocks(Span* span, std::uint32_t count, BlockChain& out) noex
   }
   std::size_t size = class_size(span->size_class);
   while (taken < count && span->carve_next < span->carve_end) {
+    // Checking mode: never-used blocks carry the free poison too, so that
+    // the poison check at allocation holds for every block.
+    if (g_options.check) poison_block(reinterpret_cast<void*>(span->carve_next), size);
     out.push(reinterpret_cast<void*>(span->carve_next));
     span->carve_next += size;
     ++taken;
@@ -43,6 +48,7 @@ void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
   span->free_list = nullptr;
   span->carve_next = reinterpret_cast<std::uintptr_t>(span->start());
   span->carve_end = span->carve_next + std::uintptr_t{info.span_objects} * info.size;
+  g_page_heap.note_small_span(span);
   set_owner(span, owner);
 }
 
@@ -56,6 +62,7 @@ Span* CentralCache::adopt(ThreadCache* owner) noexcept {
   Span* span = partial_.pop();
   if (span == nullptr) return nullptr;
   --spans_;
+  blocks_out_ -= span->allocated;
   set_owner(span, owner);
   return span;
 }
@@ -70,6 +77,7 @@ void CentralCache::abandon(SpanList& spans) noexcept {
         empty.push(span);
       } else {
         ++spans_;
+        blocks_out_ += span->allocated;
         if (span->has_free_blocks()) partial_.push(span);
       }
     }
@@ -89,6 +97,7 @@ void CentralCache::receive(BlockChain chain, BlockChain& forward) noexcept {
         forward.push(block);  // adopted since the sender looked: goes to the new owner
       } else {
         bool was_full = return_block(span, block);
+        --blocks_out_;
         if (span->allocated == 0) {
           if (span->in_list) partial_.remove(span);
           --spans_;
@@ -108,7 +117,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
     LockGuard guard(mutex_);
     if (Span* span = partial_.head) {
       BlockChain one;
-      take_blocks(span, 1, one);
+      blocks_out_ += take_blocks(span, 1, one);
       if (!span->has_free_blocks()) partial_.remove(span);
       return one.head;
     }
@@ -118,7 +127,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
   init_small_span(span, cls, nullptr);
   LockGuard guard(mutex_);
   BlockChain one;
-  take_blocks(span, 1, one);
+  blocks_out_ += take_blocks(span, 1, one);
   ++spans_;
   if (span->has_free_blocks()) partial_.push(span);
   return one.head;
@@ -128,6 +137,7 @@ CentralStats CentralCache::stats() noexcept {
   LockGuard guard(mutex_);
   CentralStats s;
   s.spans = spans_;
+  s.blocks_out = blocks_out_;
   for (Span* span = partial_.head; span != nullptr; span = span->next)
     s.free_blocks += span->capacity - span->allocated;
   s.lock_contended = mutex_.contended_count();

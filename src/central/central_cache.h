@@ -28,6 +28,7 @@ class ThreadCache;
 struct CentralStats {
   std::size_t spans = 0;          // unowned spans of this class
   std::size_t free_blocks = 0;    // free blocks in them
+  std::size_t blocks_out = 0;     // blocks of them in use (or travelling back)
   unsigned long lock_contended = 0;
 };
 
@@ -55,9 +56,10 @@ class CentralCache {
   Mutex mutex_;
   SpanList partial_;   // unowned spans with at least one free block
   std::size_t spans_ = 0;
+  std::size_t blocks_out_ = 0;  // sum of `allocated` over unowned spans
 };
 
-extern CentralCache g_central[kNumClasses];
+extern STRATA_INTERNAL CentralCache g_central[kNumClasses];
 
 // Takes `count` blocks out of a span (free list first, then never-used
 // memory) into `out`; returns how many it took. Caller owns the span.

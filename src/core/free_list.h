@@ -8,11 +8,13 @@
 // silent reuse. Cost: one load and one XOR per push or pop.
 #pragma once
 
+#include "core/constants.h"
+
 #include <cstdint>
 
 namespace strata::detail {
 
-extern std::uintptr_t g_list_key;
+extern STRATA_INTERNAL std::uintptr_t g_list_key;
 
 struct FreeBlock {
   std::uintptr_t encoded_next;

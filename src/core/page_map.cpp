@@ -7,21 +7,21 @@ namespace strata::detail {
 alignas(4096) constinit PageMap g_page_map;
 
 PageMap::Leaf* PageMap::leaf_for_write(PageId page) const noexcept {
-  std::uintptr_t offset = root_[(page >> kLeafBits) & (kRootEntries - 1)].load(std::memory_order_relaxed);
-  return reinterpret_cast<Leaf*>(reinterpret_cast<std::uintptr_t>(&zero_leaf_) + offset);
+  std::uintptr_t offset = __atomic_load_n(&root_[(page >> kLeafBits) & (kRootEntries - 1)], __ATOMIC_ACQUIRE);
+  return reinterpret_cast<Leaf*>(reinterpret_cast<std::uintptr_t>(this) + offset);
 }
 
 bool PageMap::ensure(PageId first, std::size_t count) noexcept {
   std::uintptr_t last = first + count - 1;
   for (std::uintptr_t index = first >> kLeafBits; index <= (last >> kLeafBits); ++index) {
     if (index >= kRootEntries) return false;
-    if (root_[index].load(std::memory_order_relaxed) != 0) continue;
+    if (__atomic_load_n(&root_[index], __ATOMIC_RELAXED) != 0) continue;
     // Fresh anonymous memory is zero, which is nullptr for every entry.
     auto* leaf = static_cast<Leaf*>(os_map(sizeof(Leaf), kPageSize));
     if (leaf == nullptr) return false;
     ++leaf_count_;
-    root_[index].store(reinterpret_cast<std::uintptr_t>(leaf) - reinterpret_cast<std::uintptr_t>(&zero_leaf_),
-                       std::memory_order_release);
+    __atomic_store_n(&root_[index], reinterpret_cast<std::uintptr_t>(leaf) - reinterpret_cast<std::uintptr_t>(this),
+                     __ATOMIC_RELEASE);
   }
   return true;
 }

@@ -59,10 +59,13 @@ struct Span {
   Span* right = nullptr;
   std::uint32_t priority = 0;
 
-  // --- page heap decay: when the span became free (issue 5), and whether
-  //     its pages were given back to the OS
+  // --- page heap decay: when the span became free, whether its pages were
+  //     given back to the OS, and its place in the queue of committed free spans
   std::uint64_t free_since = 0;
   bool decommitted = false;
+  bool in_decay_queue = false;
+  Span* decay_next = nullptr;
+  Span* decay_prev = nullptr;
 
   void* start() const noexcept { return reinterpret_cast<void*>(address_of(first_page)); }
   std::size_t bytes() const noexcept { return page_count << kPageShift; }

@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/free_list.h"
+#include "core/size_classes.h"
 
 namespace strata::detail {
 
@@ -34,6 +35,7 @@ struct Outbox {
 
   OutboxSlot slots[kSlots];
   std::size_t pending_bytes = 0;
+  std::uint32_t pending_blocks[kNumClasses] = {};  // per size class, for statistics
 
   static std::size_t slot_index(Destination d) noexcept {
     return static_cast<std::size_t>((d * 0x9e3779b97f4a7c15ull) >> 59);  // top 5 bits

@@ -16,6 +16,9 @@ Destination destination_of(Span* span) noexcept {
 
 void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
   BlockChain chain = slot.chain;
+  void* block = chain.head;
+  for (std::uint32_t i = 0; i < chain.count; ++i, block = list_next(block))
+    --cache->outbox.pending_blocks[g_page_map.lookup(block)->size_class];
   cache->outbox.pending_bytes -= slot.bytes;
   slot.chain = BlockChain{};
   slot.bytes = 0;
@@ -56,6 +59,7 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   if (slot.destination != destination && !slot.chain.empty()) send_slot(cache, slot);
   slot.destination = destination;
   slot.chain.push(block);
+  ++outbox.pending_blocks[span->size_class];
   std::size_t size = class_size(span->size_class);
   slot.bytes += size;
   outbox.pending_bytes += size;

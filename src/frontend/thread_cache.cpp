@@ -6,6 +6,7 @@
 #include <pthread.h>
 
 #include "api/options.h"
+#include "api/checked.h"
 #include "api/diagnostics.h"
 #include "backend/metadata_pool.h"
 #include "backend/page_heap.h"
@@ -52,6 +53,7 @@ void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexce
     list.head = list_next(block);
     ++list.room;
     Span* span = g_page_map.lookup(block);
+    --cache->blocks_out[cls];
     if (return_block(span, block)) {
       cache->full[cls].remove(span);
       cache->partial[cls].push(span);
@@ -111,6 +113,7 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
       span = g_central[cls].adopt(cache);
       if (span != nullptr) {
         ++cache->stats.spans_adopted;
+        cache->blocks_out[cls] += span->allocated;
       } else {
         span = g_page_heap.allocate(info.span_pages);
         if (span == nullptr) break;  // out of memory: serve what we have
@@ -119,7 +122,7 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
       }
       cache->partial[cls].push(span);
     }
-    take_blocks(span, want - chain.count, chain);
+    cache->blocks_out[cls] += take_blocks(span, want - chain.count, chain);
     if (!span->has_free_blocks()) {
       cache->partial[cls].remove(span);
       cache->full[cls].push(span);
@@ -143,14 +146,18 @@ void drain_inbox(ThreadCache* cache) noexcept {
     Span* span = g_page_map.lookup(block);
     if (span->owner.load(std::memory_order_relaxed) == cache) {
       std::size_t cls = span->size_class;
+      if (g_options.check) check_small_free(block, span);  // freed twice by other threads?
       FreeList& list = cache->lists[cls];
       if (list.room > 0) {
         list_set_next(block, list.head);
         list.head = block;
         --list.room;
-      } else if (return_block(span, block)) {
-        cache->full[cls].remove(span);
-        cache->partial[cls].push(span);
+      } else {
+        --cache->blocks_out[cls];
+        if (return_block(span, block)) {
+          cache->full[cls].remove(span);
+          cache->partial[cls].push(span);
+        }
       }
     } else {
       remote_free(cache, block, span);  // owner changed after the sender looked
@@ -161,6 +168,48 @@ void drain_inbox(ThreadCache* cache) noexcept {
 
 // --- slow paths -----------------------------------------------------------------
 
+namespace {
+inline void mark_touched(ThreadCache* cache, std::size_t cls) noexcept {
+  cache->touched[cls >> 6] |= std::uint64_t{1} << (cls & 63);
+}
+}  // namespace
+
+void scavenge_if_due(ThreadCache* cache) noexcept {
+  std::uint64_t now = monotonic_ns();
+  if (now < cache->next_scavenge_ns) return;
+  std::uint64_t period = g_options.decay_ms * 1000000ull;
+  if (cache->next_scavenge_ns != 0) {
+    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+      bool touched = (cache->touched[cls >> 6] >> (cls & 63)) & 1;
+      std::uint32_t length = cache->lists[cls].length();
+      if (!touched && length > 0) shrink_list(cache, cls, length / 2);
+    }
+    flush_outbox(cache);
+  }
+  cache->touched[0] = cache->touched[1] = 0;
+  cache->next_scavenge_ns = now + (period != 0 ? period : 1000000000ull);
+  g_page_heap.maybe_decay();
+}
+
+void flush_thread_cache(ThreadCache* cache) noexcept {
+  flush_outbox(cache);
+  drain_inbox(cache);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    shrink_list(cache, cls, 0);
+    // shrink_list keeps one empty span per class for a list that breathes;
+    // here everything free goes.
+    for (Span* span = cache->partial[cls].head; span != nullptr;) {
+      Span* next = span->next;
+      if (span->allocated == 0) {
+        cache->partial[cls].remove(span);
+        g_page_heap.deallocate(span);
+      }
+      span = next;
+    }
+  }
+  flush_outbox(cache);
+}
+
 void* allocate_slow(std::size_t cls) noexcept {
   ThreadCache* cache = current_cache();
   if (cache == nullptr) {
@@ -168,7 +217,12 @@ void* allocate_slow(std::size_t cls) noexcept {
     if (block == nullptr) errno = ENOMEM;
     return block;
   }
+  // Checking mode switched on by this very call's initialisation: the
+  // request came through the unchecked fast path; serve it checked.
+  if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, class_size(cls));
   ++cache->stats.allocs_slow;
+  mark_touched(cache, cls);
+  scavenge_if_due(cache);
   if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
   FreeList& list = cache->lists[cls];
   if (list.head == nullptr) drain_inbox(cache);
@@ -184,6 +238,8 @@ void* allocate_slow(std::size_t cls) noexcept {
 }
 
 void list_too_long(ThreadCache* cache, std::size_t cls) noexcept {
+  mark_touched(cache, cls);
+  scavenge_if_due(cache);
   FreeList& list = cache->lists[cls];
   const SizeClassInfo& info = class_info(cls);
   std::uint32_t length = list.length();
@@ -207,7 +263,7 @@ void deallocate_slow(void* block) noexcept {
                                                 static_cast<char*>(span->start()));
   if (offset % class_size(span->size_class) != 0)
     return report_bad_free(block, "free of an interior pointer");
-  if (g_options.check && !check_small_free(block, span)) return;
+  if (g_options.check) checked_release(block, span);
   ThreadCache* cache = current_cache();
   if (cache != nullptr && span->owner.load(std::memory_order_relaxed) == cache) {
     ++cache->stats.frees_slow;
@@ -289,6 +345,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
     void* next = list_next(block);
     Span* span = g_page_map.lookup(block);
     if (span->owner.load(std::memory_order_relaxed) == cache) {
+      --cache->blocks_out[span->size_class];
       if (return_block(span, block)) {
         cache->full[span->size_class].remove(span);
         cache->partial[span->size_class].push(span);
@@ -301,12 +358,15 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     while (Span* s = cache->full[cls].pop()) cache->partial[cls].push(s);
     g_central[cls].abandon(cache->partial[cls]);
+    cache->blocks_out[cls] = 0;  // the spans' counts went with them
   }
   // Anything sent to us from now on finds the spans unowned, or is routed by
   // the next thread that takes this cache over.
   drain_inbox(cache);
   flush_outbox(cache);
 }
+
+std::size_t thread_cache_metadata_bytes() noexcept { return g_cache_pool.raw().mapped_bytes(); }
 
 void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept {
   LockGuard guard(g_registry_mutex);
@@ -326,6 +386,7 @@ void ensure_initialized() noexcept {
     LockGuard guard(g_init_mutex);
     if (g_init_state.load(std::memory_order_relaxed) != 0) return;
     load_options();
+    g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
     g_init_state.store(1, std::memory_order_release);
   }
@@ -334,6 +395,7 @@ void ensure_initialized() noexcept {
   pthread_key_create(&g_exit_key, on_thread_exit);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   g_init_state.store(2, std::memory_order_release);
+  start_background_thread_if_wanted();
 }
 
 void fork_prepare() noexcept {
@@ -361,6 +423,7 @@ void fork_child() noexcept {
   for (CentralCache& central : g_central) central.mutex().reset_after_fork();
   g_registry_mutex.reset_after_fork();
   g_init_mutex.reset_after_fork();
+  background_thread_after_fork_child();
   // The other threads are gone. Their caches keep what they held (a bounded
   // amount): their lists may have been mid-update when fork struck, so they
   // are not walked. Their spans stay owned; blocks freed here wait in their

@@ -70,7 +70,16 @@ class alignas(2048) ThreadCache {
   Outbox outbox;
   std::size_t capacity_bytes = 0;  // sum of max_length * size over classes
   std::size_t max_bytes = 0;
+  // Idle scavenging: lists with no slow path in a whole decay period give
+  // half their blocks back (a list the fast path alone keeps busy refills
+  // once; an idle one empties in a few periods).
+  std::uint64_t touched[2] = {0, 0};  // bit per class: a slow path this period
+  std::uint64_t next_scavenge_ns = 0;
   ThreadCacheStats stats;
+  // Blocks out of the spans this cache owns, per class (in use by the
+  // program, in this cache's lists, or travelling back). Owner-written;
+  // statistics read them with relaxed atomic loads.
+  std::uint64_t blocks_out[kNumClasses] = {};
   ThreadCache* registry_next = nullptr;
   enum class Life : std::uint8_t { kStatic, kAlive, kDead } life = Life::kStatic;
   Inbox inbox;
@@ -140,11 +149,21 @@ void release_thread_cache(ThreadCache* cache) noexcept;
 // Returns the cached blocks of one class beyond `keep` to their spans.
 void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept;
 
+// Gives back half of every list idle for a decay period; runs the page
+// heap's decay when due. Called from slow paths.
+void scavenge_if_due(ThreadCache* cache) noexcept;
+
+// Empties the calling thread's lists and outbox (strata_release_free_memory).
+void flush_thread_cache(ThreadCache* cache) noexcept;
+
 // Sends the outbox's batches now.
 void flush_outbox(ThreadCache* cache) noexcept;
 
 // Drains the inbox into the free lists.
 void drain_inbox(ThreadCache* cache) noexcept;
+
+// Bytes mapped for ThreadCache objects.
+std::size_t thread_cache_metadata_bytes() noexcept;
 
 // Visits every registered cache (statistics), with the registry lock held.
 void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept;

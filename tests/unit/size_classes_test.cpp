@@ -14,7 +14,9 @@ TEST(SizeClasses, EverySizeMapsToAClassThatHoldsIt) {
     ASSERT_LT(cls, kNumClasses) << size;
     ASSERT_GE(class_size(cls), size) << size;
     // The smallest such class: the one below is too small.
-    if (cls > 1) ASSERT_LT(class_size(cls - 1), size) << size;
+    if (cls > 1) {
+      ASSERT_LT(class_size(cls - 1), size) << size;
+    }
   }
 }
 
@@ -34,8 +36,12 @@ TEST(SizeClasses, WasteBounds) {
 TEST(SizeClasses, AlignmentAndMonotonicity) {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     std::size_t size = class_size(cls);
-    if (size >= 16) EXPECT_EQ(size % 16, 0u) << size;
-    if (cls > 1) EXPECT_GT(size, class_size(cls - 1));
+    if (size >= 16) {
+      EXPECT_EQ(size % 16, 0u) << size;
+    }
+    if (cls > 1) {
+      EXPECT_GT(size, class_size(cls - 1));
+    }
   }
   for (std::size_t p = 8; p <= kMaxSmallSize; p *= 2)
     EXPECT_EQ(class_size(size_to_class(p)), p) << "power of two " << p << " is a class";

@@ -1,0 +1,240 @@
+// strata/magazine_depot.hpp — the shared tier of thread_cached_pool:
+// free objects kept as arrays of pointers ("magazines", Bonwick & Adams,
+// "Magazines and Vmem", USENIX 2001).
+//
+// Unlike batch_depot (whose batches are chains threaded through the free
+// objects), a magazine is a separate array, so the pool never reads or
+// writes a free object's memory: allocating an object freed on another core
+// does not first pull its cache line over to read a link (seed 003's
+// producer/consumer pattern), and carving a new chunk touches no page of it.
+//
+// The depot holds full magazines and empty ones; a thread trades a whole
+// magazine at a time under the depot's spinlock. Threads without a cache
+// use one shared "loose" magazine, also under the lock.
+// Lifetime: the owner calls release_all() when no object is live and no
+// thread uses the pool; it frees every chunk and every magazine.
+#ifndef STRATA_MAGAZINE_DEPOT_HPP
+#define STRATA_MAGAZINE_DEPOT_HPP
+
+#include <strata/general_memory.hpp>
+#include <strata/spinlock.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <mutex>
+#include <new>
+
+namespace strata::detail {
+
+struct magazine {
+  magazine* next;      // in the depot's full or empty list
+  magazine* next_all;  // every magazine of the depot, for release_all
+  std::uint32_t count;
+  void** items() noexcept { return reinterpret_cast<void**>(this + 1); }
+};
+
+class magazine_depot {
+ public:
+  magazine_depot(std::size_t object_size, std::size_t alignment, std::size_t chunk_bytes,
+                 std::pmr::memory_resource* upstream, std::uint32_t capacity)
+      : slot_align_(alignment < alignof(void*) ? alignof(void*) : alignment),
+        slot_size_(round_up(object_size == 0 ? 1 : object_size, slot_align_)),
+        capacity_(capacity == 0 ? 1 : capacity),
+        header_bytes_(round_up(sizeof(chunk_header), slot_align_)),
+        chunk_bytes_(chunk_bytes < header_bytes_ + slot_size_ ? header_bytes_ + slot_size_ : chunk_bytes),
+        upstream_(upstream) {}
+
+  magazine_depot(const magazine_depot&) = delete;
+  magazine_depot& operator=(const magazine_depot&) = delete;
+
+  std::uint32_t capacity() const noexcept { return capacity_; }
+  std::size_t slot_size() const noexcept { return slot_size_; }
+
+  // A new empty magazine for a thread's cache.
+  magazine* new_empty() {
+    std::lock_guard guard(lock_);
+    return empty_locked();
+  }
+
+  // Takes an empty magazine, returns a non-empty one (full from the depot,
+  // else filled with fresh slots). Throws std::bad_alloc; then `empty` stays
+  // the caller's.
+  magazine* exchange_for_full(magazine* empty) {
+    std::lock_guard guard(lock_);
+    magazine* full = full_;
+    if (full != nullptr) {
+      full_ = full->next;
+    } else {
+      full = empty;  // fill the caller's own magazine with fresh slots
+      empty = nullptr;
+      fill_fresh_locked(full);
+    }
+    if (empty != nullptr) {
+      empty->next = empty_;
+      empty_ = empty;
+    }
+    return full;
+  }
+
+  // Takes a full magazine, returns an empty one (one is always in stock,
+  // see fill_fresh_locked).
+  magazine* exchange_for_empty(magazine* full) {
+    std::lock_guard guard(lock_);
+    magazine* empty = empty_locked();
+    full->next = full_;
+    full_ = full;
+    return empty;
+  }
+
+  // One object at a time, for threads without a cache.
+  void* take_one() {
+    std::lock_guard guard(lock_);
+    if (loose_ == nullptr) loose_ = empty_locked();
+    if (loose_->count == 0) {
+      if (magazine* full = full_) {  // swap the empty loose magazine for a full one
+        full_ = full->next;
+        loose_->next = empty_;
+        empty_ = loose_;
+        loose_ = full;
+      } else {
+        fill_fresh_locked(loose_);
+      }
+    }
+    return loose_->items()[--loose_->count];
+  }
+
+  void give_one(void* p) noexcept {
+    std::lock_guard guard(lock_);
+    if (loose_ == nullptr) loose_ = empty_locked();
+    if (loose_->count == capacity_) {
+      loose_->next = full_;
+      full_ = loose_;
+      loose_ = empty_locked();
+    }
+    loose_->items()[loose_->count++] = p;
+  }
+
+  void release_all() noexcept {
+    std::lock_guard guard(lock_);
+    while (all_ != nullptr) {
+      magazine* next = all_->next_all;
+      free_block(all_, magazine_bytes(), alignof(magazine));
+      all_ = next;
+    }
+    while (chunks_ != nullptr) {
+      chunk_header* next = chunks_->next;
+      free_block(chunks_, chunk_bytes_, chunk_align());
+      chunks_ = next;
+    }
+    full_ = empty_ = loose_ = nullptr;
+    cursor_ = end_ = nullptr;
+    chunk_count_ = 0;
+  }
+
+  std::size_t chunk_count() const noexcept {
+    std::lock_guard guard(lock_);
+    return chunk_count_;
+  }
+
+  bool owns(const void* p) const noexcept {
+    std::lock_guard guard(lock_);
+    auto addr = reinterpret_cast<std::uintptr_t>(p);
+    for (chunk_header* c = chunks_; c != nullptr; c = c->next) {
+      auto begin = reinterpret_cast<std::uintptr_t>(c) + header_bytes_;
+      auto end = reinterpret_cast<std::uintptr_t>(c) + chunk_bytes_;
+      if (addr >= begin && addr < end) return (addr - begin) % slot_size_ == 0;
+    }
+    return false;
+  }
+
+ private:
+  struct chunk_header {
+    chunk_header* next;
+  };
+
+  std::size_t magazine_bytes() const noexcept { return sizeof(magazine) + capacity_ * sizeof(void*); }
+  std::size_t chunk_align() const noexcept { return slot_align_ < alignof(chunk_header) ? alignof(chunk_header) : slot_align_; }
+
+  void* get_block(std::size_t bytes, std::size_t align) {
+    return upstream_ != nullptr ? upstream_->allocate(bytes, align) : allocate_bytes(bytes, align);
+  }
+  void free_block(void* p, std::size_t bytes, std::size_t align) noexcept {
+    if (upstream_ != nullptr)
+      upstream_->deallocate(p, bytes, align);
+    else
+      deallocate_bytes(p, bytes, align);
+  }
+
+  magazine* empty_locked() {
+    if (magazine* m = empty_) {
+      empty_ = m->next;
+      return m;
+    }
+    return new_magazine_locked();
+  }
+
+  magazine* new_magazine_locked() {
+    auto* m = ::new (get_block(magazine_bytes(), alignof(magazine))) magazine{nullptr, all_, 0};
+    all_ = m;
+    return m;
+  }
+
+  // Fills an empty magazine with addresses of untouched slots. It first
+  // stocks one more empty magazine: every `capacity_` objects that come into
+  // existence bring the magazine that will hold them when they are freed,
+  // so exchange_for_empty and give_one find an empty magazine without
+  // allocating (frees do not fail).
+  void fill_fresh_locked(magazine* m) {
+    magazine* spare = new_magazine_locked();
+    spare->next = empty_;
+    empty_ = spare;
+    void** items = m->items();
+    while (m->count < capacity_) {
+      if (cursor_ == end_) {
+        try {
+          add_chunk_locked();
+        } catch (...) {
+          if (m->count == 0) throw;
+          break;  // out of memory: hand out what there is
+        }
+      }
+      items[m->count++] = cursor_;
+      cursor_ += slot_size_;
+    }
+    // Reverse so the lowest address is popped first (sequential first touch).
+    for (std::uint32_t i = 0, j = m->count - 1; i < j; ++i, --j) {
+      void* t = items[i];
+      items[i] = items[j];
+      items[j] = t;
+    }
+  }
+
+  void add_chunk_locked() {
+    void* memory = get_block(chunk_bytes_, chunk_align());
+    chunks_ = ::new (memory) chunk_header{chunks_};
+    ++chunk_count_;
+    cursor_ = static_cast<char*>(memory) + header_bytes_;
+    end_ = cursor_ + (chunk_bytes_ - header_bytes_) / slot_size_ * slot_size_;
+  }
+
+  mutable spinlock lock_;
+  std::size_t slot_align_;
+  std::size_t slot_size_;
+  std::uint32_t capacity_;
+  std::size_t header_bytes_;
+  std::size_t chunk_bytes_;
+  std::pmr::memory_resource* upstream_;
+  magazine* full_ = nullptr;
+  magazine* empty_ = nullptr;
+  magazine* loose_ = nullptr;
+  magazine* all_ = nullptr;
+  char* cursor_ = nullptr;  // untouched slots of the newest chunk: [cursor_, end_)
+  char* end_ = nullptr;
+  chunk_header* chunks_ = nullptr;
+  std::size_t chunk_count_ = 0;
+};
+
+}  // namespace strata::detail
+
+#endif

@@ -1,0 +1,113 @@
+// Run-time control: giving memory back, options, the optional background
+// thread, and the statistics printed at exit.
+#include <cerrno>
+#include <ctime>
+#include <pthread.h>
+
+#include "api/options.h"
+#include "backend/page_heap.h"
+#include "frontend/thread_cache.h"
+#include "strata/strata.h"
+
+using namespace strata::detail;
+
+namespace strata::detail {
+
+namespace {
+
+std::atomic<bool> g_background_running{false};
+
+// Wakes four times per decay period and gives back what aged, so memory
+// returns even when no thread touches the allocator.
+void* background_main(void*) {
+  while (g_options.background_thread) {
+    std::uint64_t decay_ns = g_options.decay_ms * 1000000ull;
+    std::uint64_t nap = decay_ns / 4;
+    if (nap < 1000000ull) nap = 1000000ull;  // at least 1 ms
+    timespec ts{static_cast<time_t>(nap / 1000000000ull), static_cast<long>(nap % 1000000000ull)};
+    nanosleep(&ts, nullptr);
+    g_page_heap.decommit_free(monotonic_ns(), decay_ns);
+  }
+  g_background_running.store(false);
+  return nullptr;
+}
+
+}  // namespace
+
+void start_background_thread_if_wanted() noexcept {
+  if (!g_options.background_thread) return;
+  bool expected = false;
+  if (!g_background_running.compare_exchange_strong(expected, true)) return;
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+  pthread_t thread;
+  if (pthread_create(&thread, &attr, background_main, nullptr) != 0) g_background_running.store(false);
+  pthread_attr_destroy(&attr);
+}
+
+void background_thread_after_fork_child() noexcept { g_background_running.store(false); }
+
+}  // namespace strata::detail
+
+extern "C" size_t strata_release_free_memory(void) {
+  ensure_initialized();
+  if (ThreadCache* cache = current_cache()) flush_thread_cache(cache);
+  return g_page_heap.decommit_free(0, 0);
+}
+
+extern "C" int strata_option_set(strata_option option, long value) {
+  ensure_initialized();
+  auto as_bool = [value](bool& target) {
+    if (value != 0 && value != 1) return EINVAL;
+    target = value == 1;
+    return 0;
+  };
+  switch (option) {
+    case STRATA_OPTION_THREAD_CACHE_BYTES:
+      if (value < (64L << 10)) return EINVAL;
+      g_options.thread_cache_bytes = static_cast<std::size_t>(value);
+      if (ThreadCache* cache = current_cache()) cache->max_bytes = g_options.thread_cache_bytes;
+      return 0;
+    case STRATA_OPTION_DECAY_MS:
+      if (value < 0) return EINVAL;
+      g_options.decay_ms = static_cast<std::uint64_t>(value);
+      g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
+      return 0;
+    case STRATA_OPTION_BACKGROUND_THREAD: {
+      int rc = as_bool(g_options.background_thread);
+      if (rc == 0) start_background_thread_if_wanted();
+      return rc;
+    }
+    case STRATA_OPTION_HUGE_PAGES:
+      return as_bool(g_options.huge_pages);
+    case STRATA_OPTION_CHECK:
+      // Thread caches are shaped for one mode when they are created.
+      if ((value == 1) != g_options.check) return value == 0 || value == 1 ? EBUSY : EINVAL;
+      return 0;
+    case STRATA_OPTION_VERBOSE:
+      return as_bool(g_options.verbose);
+    case STRATA_OPTION_SHOW_STATS:
+      return as_bool(g_options.show_stats);
+  }
+  return EINVAL;
+}
+
+extern "C" long strata_option_get(strata_option option) {
+  ensure_initialized();
+  switch (option) {
+    case STRATA_OPTION_THREAD_CACHE_BYTES: return static_cast<long>(g_options.thread_cache_bytes);
+    case STRATA_OPTION_DECAY_MS: return static_cast<long>(g_options.decay_ms);
+    case STRATA_OPTION_BACKGROUND_THREAD: return g_options.background_thread;
+    case STRATA_OPTION_HUGE_PAGES: return g_options.huge_pages;
+    case STRATA_OPTION_CHECK: return g_options.check;
+    case STRATA_OPTION_VERBOSE: return g_options.verbose;
+    case STRATA_OPTION_SHOW_STATS: return g_options.show_stats;
+  }
+  return -1;
+}
+
+// STRATA_SHOW_STATS=1: the table at exit of any program using strata.
+__attribute__((destructor)) static void print_stats_at_exit() {
+  if (g_options.show_stats) strata_print_stats(nullptr, nullptr);
+}

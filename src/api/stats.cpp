@@ -1,0 +1,202 @@
+// strata_stats and strata_print_stats: counters of every tier, added up on
+// request. Per-thread counters are written by their owner only and read here
+// with relaxed atomic loads: a close snapshot while threads run, exact when
+// they are quiet.
+#include <cstring>
+
+#include "api/options.h"
+#include "api/text_sink.h"
+#include "backend/page_heap.h"
+#include "central/central_cache.h"
+#include "core/page_map.h"
+#include "frontend/thread_cache.h"
+#include "platform/os.h"
+#include "strata/strata.h"
+
+using namespace strata::detail;
+
+namespace {
+
+template <class T>
+T peek(const T& field) noexcept {
+  return __atomic_load_n(&field, __ATOMIC_RELAXED);
+}
+
+struct CacheTotals {
+  std::uint64_t out[kNumClasses] = {};
+  std::uint64_t cached[kNumClasses] = {};
+  std::uint64_t transit[kNumClasses] = {};
+  std::uint64_t spans[kNumClasses] = {};
+  std::size_t threads = 0;
+  std::uint64_t remote_frees = 0;
+  std::uint64_t remote_batches = 0;
+};
+
+void add_cache(ThreadCache* cache, void* context) {
+  auto* totals = static_cast<CacheTotals*>(context);
+  if (cache->life == ThreadCache::Life::kAlive) ++totals->threads;
+  totals->remote_frees += peek(cache->stats.remote_frees);
+  totals->remote_batches += peek(cache->stats.batches_sent);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    totals->out[cls] += peek(cache->blocks_out[cls]);
+    const FreeList& list = cache->lists[cls];
+    std::int64_t length = static_cast<std::int64_t>(peek(list.max_length)) - peek(list.room);
+    if (length > 0) totals->cached[cls] += static_cast<std::uint64_t>(length);
+    totals->transit[cls] += peek(cache->outbox.pending_blocks[cls]);
+    totals->spans[cls] += peek(cache->partial[cls].length) + peek(cache->full[cls].length);
+  }
+}
+
+std::uint64_t saturating_sub(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
+
+}  // namespace
+
+extern "C" void strata_stats(strata_stats_t* out) {
+  if (out == nullptr) return;
+  ensure_initialized();
+  std::memset(out, 0, sizeof(*out));
+  PageHeapStats heap = g_page_heap.stats();
+  static CacheTotals totals;  // too large for small thread stacks; guarded below
+  static Mutex totals_mutex;
+  LockGuard guard(totals_mutex);
+  totals = CacheTotals{};
+  visit_caches(add_cache, &totals);
+
+  out->mapped_bytes = heap.mapped_bytes;
+  out->resident_bytes = os_resident_bytes();
+  out->small_span_bytes = heap.small_span_bytes;
+  out->large_in_use_bytes = saturating_sub(heap.in_use_bytes, heap.small_span_bytes);
+  out->page_heap_free_bytes = heap.free_bytes - heap.decommitted_bytes;
+  out->decommitted_bytes = heap.decommitted_bytes;
+  out->metadata_bytes = span_metadata_bytes() + thread_cache_metadata_bytes() + g_page_map.leaf_bytes();
+  out->threads = totals.threads;
+  out->spans_in_use = heap.in_use_spans;
+  out->free_spans = heap.free_spans;
+  out->os_reservations = heap.reservations;
+  out->decommit_calls = heap.decommit_calls;
+  out->remote_frees = totals.remote_frees;
+  out->remote_batches = totals.remote_batches;
+  out->page_heap_lock_contended = heap.lock_contended;
+
+  std::uint64_t small_in_use = 0;
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    CentralStats central = g_central[cls].stats();
+    out->central_lock_contended += central.lock_contended;
+    std::uint64_t size = class_size(cls);
+    std::uint64_t out_of_spans = totals.out[cls] + central.blocks_out;
+    std::uint64_t spans = totals.spans[cls] + central.spans;
+    strata_class_stats& c = out->classes[cls];
+    c.block_size = size;
+    c.spans = spans;
+    c.blocks_cached = totals.cached[cls];
+    c.blocks_in_use = saturating_sub(out_of_spans, totals.cached[cls] + totals.transit[cls]);
+    c.blocks_free_in_spans = saturating_sub(spans * class_info(cls).span_objects, out_of_spans);
+    small_in_use += c.blocks_in_use * size;
+    out->thread_cache_bytes += c.blocks_cached * size;
+    out->in_transit_bytes += totals.transit[cls] * size;
+    out->span_free_bytes += c.blocks_free_in_spans * size;
+  }
+  out->in_use_bytes = small_in_use + out->large_in_use_bytes;
+  std::uint64_t backed = saturating_sub(heap.mapped_bytes, heap.decommitted_bytes);
+  out->fragmentation =
+      backed == 0 ? 0.0 : 1.0 - static_cast<double>(out->in_use_bytes) / static_cast<double>(backed);
+}
+
+namespace {
+
+void print_table(TextSink& o, const strata_stats_t& s) {
+  o.text("strata statistics\n");
+  auto row = [&o](const char* name, std::uint64_t bytes, const char* note) {
+    o.text("  ").text(name).pad_to(26).bytes(bytes, 12).text("   ").text(note).text("\n");
+  };
+  row("mapped", s.mapped_bytes, "address space reserved from the OS");
+  row("resident (process)", s.resident_bytes, "physical memory of the whole process");
+  row("in use", s.in_use_bytes, "blocks the program holds");
+  row("  large blocks", s.large_in_use_bytes, "blocks over 256 KiB");
+  row("small spans", s.small_span_bytes, "pages cut into size classes");
+  row("thread caches", s.thread_cache_bytes, "free blocks cached per thread");
+  row("in transit", s.in_transit_bytes, "freed blocks on their way to their owner");
+  row("free in spans", s.span_free_bytes, "free blocks inside small spans");
+  row("page heap free", s.page_heap_free_bytes, "free pages still backed");
+  row("returned to OS", s.decommitted_bytes, "free pages given back (madvise)");
+  row("metadata", s.metadata_bytes, "spans, thread caches, page map");
+  o.text("  threads ").number(s.threads).text(", spans in use ").number(s.spans_in_use)
+      .text(", free spans ").number(s.free_spans).text(", reservations ").number(s.os_reservations)
+      .text(", madvise calls ").number(s.decommit_calls).text("\n");
+  o.text("  remote frees ").number(s.remote_frees).text(" in ").number(s.remote_batches)
+      .text(" batches; lock contention: page heap ").number(s.page_heap_lock_contended)
+      .text(", central ").number(s.central_lock_contended).text("\n");
+  o.text("  fragmentation ").fixed(s.fragmentation * 100.0, 1).text(" % of backed memory not in use\n");
+  o.text("  class  block size   in use   cached  free in spans  spans\n");
+  for (std::size_t cls = 1; cls < STRATA_NUM_SIZE_CLASSES; ++cls) {
+    const strata_class_stats& c = s.classes[cls];
+    if (c.spans == 0 && c.blocks_in_use == 0) continue;
+    o.number(cls, 7).number(c.block_size, 12).number(c.blocks_in_use, 9)
+        .number(c.blocks_cached, 9).number(c.blocks_free_in_spans, 15).number(c.spans, 7).text("\n");
+  }
+}
+
+void print_json(TextSink& o, const strata_stats_t& s) {
+  auto field = [&o](const char* name, std::uint64_t value, bool first = false) {
+    if (!first) o.text(",");
+    o.text("\"").text(name).text("\":").number(value);
+  };
+  o.text("{");
+  field("mapped_bytes", s.mapped_bytes, true);
+  field("resident_bytes", s.resident_bytes);
+  field("in_use_bytes", s.in_use_bytes);
+  field("large_in_use_bytes", s.large_in_use_bytes);
+  field("small_span_bytes", s.small_span_bytes);
+  field("thread_cache_bytes", s.thread_cache_bytes);
+  field("in_transit_bytes", s.in_transit_bytes);
+  field("span_free_bytes", s.span_free_bytes);
+  field("page_heap_free_bytes", s.page_heap_free_bytes);
+  field("decommitted_bytes", s.decommitted_bytes);
+  field("metadata_bytes", s.metadata_bytes);
+  field("threads", s.threads);
+  field("spans_in_use", s.spans_in_use);
+  field("free_spans", s.free_spans);
+  field("os_reservations", s.os_reservations);
+  field("decommit_calls", s.decommit_calls);
+  field("remote_frees", s.remote_frees);
+  field("remote_batches", s.remote_batches);
+  field("page_heap_lock_contended", s.page_heap_lock_contended);
+  field("central_lock_contended", s.central_lock_contended);
+  o.text(",\"fragmentation\":").fixed(s.fragmentation, 4);
+  o.text(",\"classes\":[");
+  bool first = true;
+  for (std::size_t cls = 1; cls < STRATA_NUM_SIZE_CLASSES; ++cls) {
+    const strata_class_stats& c = s.classes[cls];
+    if (c.spans == 0 && c.blocks_in_use == 0) continue;
+    o.text(first ? "{" : ",{");
+    first = false;
+    field("class", cls, true);
+    field("block_size", c.block_size);
+    field("blocks_in_use", c.blocks_in_use);
+    field("blocks_cached", c.blocks_cached);
+    field("blocks_free_in_spans", c.blocks_free_in_spans);
+    field("spans", c.spans);
+    o.text("}");
+  }
+  o.text("]}\n");
+}
+
+strata_stats_t g_print_snapshot;  // static: the struct is large for a thread stack
+Mutex g_print_mutex;
+
+}  // namespace
+
+extern "C" void strata_print_stats(strata_write_fn write, void* context) {
+  LockGuard guard(g_print_mutex);
+  strata_stats(&g_print_snapshot);
+  TextSink sink(write, context);
+  print_table(sink, g_print_snapshot);
+  print_json(sink, g_print_snapshot);
+}
+
+extern "C" void strata_print_stats_json(strata_write_fn write, void* context) {
+  LockGuard guard(g_print_mutex);
+  strata_stats(&g_print_snapshot);
+  TextSink sink(write, context);
+  print_json(sink, g_print_snapshot);
+}
