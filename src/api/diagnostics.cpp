@@ -47,6 +47,9 @@ bool check_small_free(void* block, Span* span) noexcept {
   ThreadCache* cache = current_cache();
   if (cache == nullptr) return true;
   if (span->owner.load(std::memory_order_relaxed) == cache) {
+    // Blocks other threads freed for us may be waiting in the inbox: bring
+    // them home first (the drain checks each of them the same way).
+    drain_inbox(cache);
     // Checking mode keeps thread lists empty, so a free block of an owned
     // span is on the span's free list, or beyond the carving point.
     auto address = reinterpret_cast<std::uintptr_t>(block);

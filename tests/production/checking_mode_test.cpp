@@ -1,0 +1,118 @@
+// Checking mode and configuration, observed from outside: each case runs a
+// child process and checks its stderr and how it ended.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct Outcome {
+  int status = 0;
+  std::string output;  // stdout and stderr together
+  bool aborted() const { return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT; }
+  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
+};
+
+Outcome run(const char* program, std::vector<std::string> args, std::vector<std::string> env) {
+  int pipefd[2];
+  EXPECT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipefd[1], 1);
+    dup2(pipefd[1], 2);
+    close(pipefd[0]);
+    std::vector<char*> argv{const_cast<char*>(program)};
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    execve(program, argv.data(), envp.data());
+    _exit(127);
+  }
+  close(pipefd[1]);
+  Outcome out;
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(pipefd[0], buffer, sizeof(buffer))) > 0) out.output.append(buffer, static_cast<std::size_t>(n));
+  close(pipefd[0]);
+  waitpid(pid, &out.status, 0);
+  return out;
+}
+
+Outcome misuse(const char* what) { return run(MISUSE_PROGRAM, {what}, {"STRATA_CHECK=1"}); }
+
+void expect_report(const char* what, const char* message) {
+  Outcome o = misuse(what);
+  EXPECT_TRUE(o.aborted()) << what << ": status " << o.status << "\n" << o.output;
+  EXPECT_NE(o.output.find(message), std::string::npos) << what << " printed:\n" << o.output;
+  EXPECT_NE(o.output.find("address 0x"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("no misuse detected"), std::string::npos);
+}
+
+}  // namespace
+
+TEST(CheckingMode, CleanProgramRunsClean) {
+  Outcome o = misuse("none");
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("no misuse detected"), std::string::npos);
+}
+
+TEST(CheckingMode, DoubleFree) { expect_report("double-free", "double free"); }
+TEST(CheckingMode, DoubleFreeOfALargeBlock) { expect_report("double-free-large", "double free"); }
+TEST(CheckingMode, DoubleFreeAcrossThreads) { expect_report("double-free-remote", "double free"); }
+TEST(CheckingMode, FreeOfAPointerStrataNeverReturned) {
+  expect_report("foreign", "free of a pointer strata never returned");
+}
+TEST(CheckingMode, FreeOfAnInteriorPointer) { expect_report("interior", "interior pointer"); }
+TEST(CheckingMode, WritePastTheEnd) { expect_report("overflow", "write past the end"); }
+TEST(CheckingMode, WritePastTheEndIntoTheCanary) { expect_report("overflow-far", "canary"); }
+TEST(CheckingMode, WriteAfterFree) { expect_report("use-after-free", "write after free"); }
+TEST(CheckingMode, ReportNamesTheSizeClass) {
+  Outcome o = misuse("double-free");
+  EXPECT_NE(o.output.find("size class"), std::string::npos) << o.output;
+}
+
+TEST(CheckingMode, DefaultModeIgnoresAForeignPointerWithoutCorruption) {
+  Outcome o = run(MISUSE_PROGRAM, {"foreign"}, {});
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+}
+
+TEST(Configuration, DefaultsWithoutEnvironment) {
+  Outcome o = run(CONFIG_PROGRAM, {}, {});
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("thread_cache_bytes=4194304 decay_ms=1000 background=0 huge=0 check=0"),
+            std::string::npos) << o.output;
+}
+
+TEST(Configuration, WellFormedValuesAreTaken) {
+  Outcome o = run(CONFIG_PROGRAM, {},
+                  {"STRATA_THREAD_CACHE_BYTES=8M", "STRATA_DECAY_MS=250", "STRATA_HUGE_PAGES=on",
+                   "STRATA_VERBOSE=yes"});
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("thread_cache_bytes=8388608 decay_ms=250 background=0 huge=1 check=0 verbose=1"),
+            std::string::npos) << o.output;
+}
+
+TEST(Configuration, MalformedValuesWarnAndKeepTheDefault) {
+  Outcome o = run(CONFIG_PROGRAM, {},
+                  {"STRATA_THREAD_CACHE_BYTES=12Q", "STRATA_DECAY_MS=-5", "STRATA_CHECK=maybe",
+                   "STRATA_HUGE_PAGES=", "STRATA_THREAD_CACHE_BYTES2=1"});
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("thread_cache_bytes=4194304 decay_ms=1000 background=0 huge=0 check=0"),
+            std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("ignoring malformed STRATA_THREAD_CACHE_BYTES=12Q"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("ignoring malformed STRATA_DECAY_MS=-5"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("ignoring malformed STRATA_CHECK=maybe"), std::string::npos) << o.output;
+}
+
+TEST(Configuration, ShowStatsPrintsTheTableAtExit) {
+  Outcome o = run(CONFIG_PROGRAM, {}, {"STRATA_SHOW_STATS=1"});
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("strata statistics"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("\"mapped_bytes\":"), std::string::npos) << o.output;
+}

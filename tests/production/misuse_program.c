@@ -1,0 +1,61 @@
+/* Commits one kind of heap misuse, chosen by argv[1]; run with
+ * STRATA_CHECK=1, strata must report it and abort. Linked with libstrata.a. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void* block_for_thread;
+
+static void* free_in_thread(void* arg) {
+  (void)arg;
+  free(block_for_thread);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) return 2;
+  const char* what = argv[1];
+  char* p = malloc(40);
+  char* volatile keep = p;
+  if (strcmp(what, "double-free") == 0) {
+    free(p);
+    free(keep);
+  } else if (strcmp(what, "double-free-large") == 0) {
+    char* big = malloc(1 << 20);
+    free(big);
+    free(big);
+  } else if (strcmp(what, "double-free-remote") == 0) {
+    /* Freed by another thread, then again here. */
+    block_for_thread = p;
+    pthread_t t;
+    pthread_create(&t, NULL, free_in_thread, NULL);
+    pthread_join(t, NULL);
+    free(keep);
+    /* The second free reaches the owner's inbox; the owner's next slow path
+     * finds the block already in its span. */
+    for (int i = 0; i < 100000; ++i) free(malloc(40));
+  } else if (strcmp(what, "foreign") == 0) {
+    static char not_from_malloc[64];
+    free(not_from_malloc);
+  } else if (strcmp(what, "interior") == 0) {
+    free(p + 16);
+  } else if (strcmp(what, "overflow") == 0) {
+    memset(p, 0x41, 41);
+    free(p);
+  } else if (strcmp(what, "overflow-far") == 0) {
+    char* q = malloc(20); /* 20 + 8 < 32: a canary byte sits after byte 20 */
+    q[20] = 1;
+    free(q);
+  } else if (strcmp(what, "use-after-free") == 0) {
+    free(p);
+    keep[24] = 7; /* a write into the freed block's poison */
+    for (int i = 0; i < 4; ++i) free(malloc(40));
+  } else if (strcmp(what, "none") == 0) {
+    free(p);
+  } else {
+    return 2;
+  }
+  puts("no misuse detected");
+  return 0;
+}
