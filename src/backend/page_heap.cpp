@@ -125,11 +125,13 @@ void PageHeap::file_free_locked(Span* span) noexcept {
   span->size_class = 0;
   span->owner.store(nullptr, std::memory_order_relaxed);
   span->priority = priority_for(span->first_page);
-  if (span->page_count <= kMaxListPages) {
+  if (span->page_count <= kMaxListPages && !g_options.huge_pages) {
     lists_[span->page_count].push(span);
     nonempty_[span->page_count >> 6] |= std::uint64_t{1} << (span->page_count & 63);
+    span->in_treap = false;
   } else {
     large_root_ = treap_insert(large_root_, span);
+    span->in_treap = true;
   }
   stats_.free_bytes += span->bytes();
   if (span->decommitted) stats_.decommitted_bytes += span->bytes();
@@ -138,12 +140,13 @@ void PageHeap::file_free_locked(Span* span) noexcept {
 }
 
 void PageHeap::unfile_free_locked(Span* span) noexcept {
-  if (span->page_count <= kMaxListPages) {
+  if (!span->in_treap) {
     SpanList& list = lists_[span->page_count];
     list.remove(span);
     if (list.empty()) nonempty_[span->page_count >> 6] &= ~(std::uint64_t{1} << (span->page_count & 63));
   } else {
     large_root_ = treap_erase(large_root_, span);
+    span->in_treap = false;
   }
   stats_.free_bytes -= span->bytes();
   if (span->decommitted) stats_.decommitted_bytes -= span->bytes();
@@ -262,6 +265,11 @@ void PageHeap::insert_free_locked(Span* span) noexcept {
 // --- finding and cutting -----------------------------------------------------
 
 Span* PageHeap::find_free_locked(std::size_t pages) noexcept {
+  if (g_options.huge_pages) {
+    // Address order first: a list span (filed before the option changed)
+    // only when the treap has nothing.
+    if (Span* span = treap_lower_bound(large_root_, pages)) return span;
+  }
   if (pages <= kMaxListPages) {
     for (std::size_t word = pages >> 6; word < 3; ++word) {
       std::uint64_t bits = nonempty_[word];
@@ -458,7 +466,8 @@ const char* PageHeap::validate() noexcept {
     }
   }
   treap_for_each(large_root_, [&](Span* s) {
-    if (s->page_count <= kMaxListPages) problem = "a short span sits in the large treap";
+    if (s->page_count <= kMaxListPages && !g_options.huge_pages) problem = "a short span sits in the large treap";
+    if (!s->in_treap) problem = "a treap span is not marked as such";
     if (s->left && !key_less(s->left, s)) problem = "treap order broken (left)";
     if (s->right && !key_less(s, s->right)) problem = "treap order broken (right)";
     check(s);

@@ -10,6 +10,12 @@
 // A returned span merges with free neighbours at both ends (found through the
 // page map: a free span maps its first and last page).
 //
+// With huge pages on (STRATA_HUGE_PAGES=1) every free span goes to the
+// treap: best fit, lowest address first, for all lengths, so the heap fills
+// the lowest 2 MiB huge page before it touches the next and the resident
+// set does not balloon (O(log n) instead of O(1) per span, which is per
+// span of blocks, not per malloc).
+//
 // Locking: one mutex for the whole page heap. Small-class traffic reaches it
 // once per span (tens to thousands of blocks), large blocks once per
 // malloc/free; docs/design.md discusses what that means at 64+ cores.

@@ -58,6 +58,7 @@ struct Span {
   Span* left = nullptr;
   Span* right = nullptr;
   std::uint32_t priority = 0;
+  bool in_treap = false;           // filed in the treap (else in a length list)
 
   // --- page heap decay: when the span became free, whether its pages were
   //     given back to the OS, and its place in the queue of committed free spans

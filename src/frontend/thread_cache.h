@@ -112,7 +112,7 @@ inline void* allocate_at(std::uintptr_t offset) noexcept {
   FreeList& list = list_at(cache, offset);
   void* block = list.head;
   if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset));
-  list.head = reinterpret_cast<void*>(static_cast<FreeBlock*>(block)->encoded_next ^ cache->key);
+  list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, cache->key));
   ++list.room;
   return block;
 }
@@ -128,7 +128,7 @@ inline void deallocate(void* block) noexcept {
   std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
   if (__builtin_expect(offset >= 2048, 0)) return deallocate_slow(block);
   FreeList& list = list_at(cache, offset);
-  static_cast<FreeBlock*>(block)->encoded_next = reinterpret_cast<std::uintptr_t>(list.head) ^ cache->key;
+  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
   list.head = block;
   if (__builtin_expect(--list.room < 0, 0)) list_too_long(cache, class_of_offset(offset));
 }

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "backend/page_heap.h"
+#include "api/options.h"
 #include "core/page_map.h"
 
 using namespace strata::detail;
@@ -175,4 +176,27 @@ TEST(PageHeap, DecommitMakesFreePagesZeroAndCountsThem) {
   }
   heap.deallocate(again);
   expect_valid(heap);
+}
+
+TEST(PageHeap, HugePagePolicyFillsTheLowestAddressFirst) {
+  strata::detail::g_options.huge_pages = true;
+  PageHeap& heap = fresh_heap();
+  // Free runs of the same length at increasing addresses, separated by guards.
+  std::vector<Span*> runs, guards;
+  for (int i = 0; i < 6; ++i) {
+    runs.push_back(heap.allocate(3));
+    guards.push_back(heap.allocate(1));
+  }
+  PageId lowest = runs[0]->first_page;
+  for (Span* r : runs) lowest = r->first_page < lowest ? r->first_page : lowest;
+  for (int i = 0; i < 6; ++i) heap.deallocate(runs[i]);  // freed low to high: LIFO would pick the highest
+  expect_valid(heap);
+  // A one-page request takes the lowest free run, not the last one freed.
+  Span* first = heap.allocate(1);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(first->first_page, lowest);
+  heap.deallocate(first);
+  for (Span* g : guards) heap.deallocate(g);
+  expect_valid(heap);
+  strata::detail::g_options.huge_pages = false;
 }
