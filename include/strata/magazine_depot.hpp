@@ -51,10 +51,12 @@ class magazine_depot {
   std::uint32_t capacity() const noexcept { return capacity_; }
   std::size_t slot_size() const noexcept { return slot_size_; }
 
-  // A new empty magazine for a thread's cache.
+  // A new empty magazine for a thread's cache. Always a new one, not one
+  // from the stock: every holder of magazines brings its own (see
+  // fill_fresh_locked for why frees then never allocate).
   magazine* new_empty() {
     std::lock_guard guard(lock_);
-    return empty_locked();
+    return new_magazine_locked();
   }
 
   // Takes an empty magazine, returns a non-empty one (full from the depot,
@@ -90,7 +92,7 @@ class magazine_depot {
   // One object at a time, for threads without a cache.
   void* take_one() {
     std::lock_guard guard(lock_);
-    if (loose_ == nullptr) loose_ = empty_locked();
+    if (loose_ == nullptr) loose_ = new_magazine_locked();
     if (loose_->count == 0) {
       if (magazine* full = full_) {  // swap the empty loose magazine for a full one
         full_ = full->next;
@@ -104,9 +106,10 @@ class magazine_depot {
     return loose_->items()[--loose_->count];
   }
 
+  // noexcept: the loose magazine exists once any object does (made by the
+  // first fill), and a full one is swapped for a stocked empty one.
   void give_one(void* p) noexcept {
     std::lock_guard guard(lock_);
-    if (loose_ == nullptr) loose_ = empty_locked();
     if (loose_->count == capacity_) {
       loose_->next = full_;
       full_ = loose_;
@@ -183,9 +186,14 @@ class magazine_depot {
   // Fills an empty magazine with addresses of untouched slots. It first
   // stocks one more empty magazine: every `capacity_` objects that come into
   // existence bring the magazine that will hold them when they are freed,
-  // so exchange_for_empty and give_one find an empty magazine without
-  // allocating (frees do not fail).
+  // and every cache (and the loose magazine) brings its own magazines. So
+  // with F fills, C caches and all magazines M = F + 2C (+1 loose), a free
+  // that needs an empty magazine holds two full ones (or the full loose
+  // one), hence at most F - 2 (F - 1) full magazines sit in the depot and at
+  // most M - 1 are in use: an empty one is always in stock, and
+  // exchange_for_empty and give_one never allocate (frees do not fail).
   void fill_fresh_locked(magazine* m) {
+    if (loose_ == nullptr) loose_ = new_magazine_locked();
     magazine* spare = new_magazine_locked();
     spare->next = empty_;
     empty_ = spare;

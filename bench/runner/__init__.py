@@ -1,0 +1,1 @@
+"""bench/run's modules: allocators, jobs, execution, tables, report, charts."""

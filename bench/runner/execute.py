@@ -1,0 +1,84 @@
+"""Runs one benchmark process (through bench/tools/launch.c, which measures
+its peak RSS with wait4) and counts instructions under callgrind."""
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RunResult:
+    ok: bool
+    rows: list = field(default_factory=list)  # parsed JSON lines
+    peak_rss_kib: int = 0
+    seconds: float = 0.0
+    stderr: str = ""
+    error: str = ""
+
+
+def _environment(allocator_name, preload):
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+    if preload:
+        env["LD_PRELOAD"] = preload
+    if allocator_name:
+        env["STRATA_BENCH_ALLOCATOR"] = allocator_name
+    else:
+        env.pop("STRATA_BENCH_ALLOCATOR", None)
+    return env
+
+
+def run(launcher, command, allocator_name, preload, timeout=300):
+    """Runs `command` with `preload` (may be empty) through the launcher, which
+    reports the program's peak RSS (see bench/tools/launch.c), and parses the
+    program's JSON lines."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss_file:
+        start = time.monotonic()
+        process = subprocess.Popen([launcher, preload, rss_file.name] + command, stdout=out, stderr=err,
+                                   env=_environment(allocator_name, ""), start_new_session=True)
+        # A hung run is killed with its whole process group (launcher + program).
+        timer = threading.Timer(timeout, lambda: os.killpg(process.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            process.wait()
+        finally:
+            timer.cancel()
+        elapsed = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+        text = rss_file.read().strip()
+    result = RunResult(ok=process.returncode == 0, peak_rss_kib=int(text) if text.isdigit() else 0,
+                       seconds=elapsed, stderr=stderr)
+    if not result.ok:
+        result.error = f"exit code {process.returncode}: {stderr.strip()[-400:]}"
+    for line in stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                result.rows.append(json.loads(line))
+            except json.JSONDecodeError:
+                result.error += f" bad JSON line: {line[:120]}"
+    return result
+
+
+_COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
+
+
+def callgrind_instructions(command, preload):
+    """Total instructions executed by `command` under callgrind, or None."""
+    full = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + command
+    env = _environment("", preload)
+    try:
+        done = subprocess.run(full, capture_output=True, text=True, env=env, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = _COLLECTED.search(done.stderr)
+    return int(match.group(1)) if match and done.returncode == 0 else None

@@ -1,0 +1,169 @@
+"""What bench/run runs (jobs) and how results become tables.
+
+A job is one program invocation, run once per allocator per repetition.
+A table picks result lines by workload and parameters; its rows are
+allocators (preloaded ones and the pool rows printed by bench/pools)."""
+from dataclasses import dataclass, field
+
+SWEEP_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+
+# Other names for the same quantity, as printed by the bench/pools programs:
+# (workload, their metric) -> the metric the tables use.
+METRIC_ALIASES = {
+    ("seed000_new_delete", "cycles_per_op"): "cycles_per_pair",
+    ("seed000_new_delete", "ns_per_op"): "ns_per_pair",
+    ("seed002_fixed", "ns_per_op"): "ns_per_pair",
+    ("seed003_producer_consumer", "wall_ns_per_object"): "ns_per_object",
+}
+
+
+@dataclass
+class Job:
+    id: str
+    program: str          # file name in <build>/bench
+    args: list
+    label: str            # for the progress line
+
+
+@dataclass
+class Column:
+    label: str
+    metric: str
+    match: dict = field(default_factory=dict)
+    digits: int = 1
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    workload: str
+    match: dict               # parameters every line of this table has
+    columns: list
+    primary: list             # columns whose values are summed into the score
+    better: str               # "lower" (time) or "higher" (throughput)
+    job: str                  # job whose peak RSS is shown
+    seed_text: str = ""       # the seed's published figures, verbatim
+    seed_rows: dict = field(default_factory=dict)  # row-name substring -> seed figure
+    defaults: dict = field(default_factory=dict)   # value assumed when a line lacks a key
+
+
+def make_jobs(quick, threads):
+    q = quick
+    T = str(threads)
+    return [
+        Job("seed000_set", "seed000_unordered_set",
+            ["--passes", "40" if q else "200"], "seed000 unordered_set"),
+        Job("seed000_new_delete", "seed000_new_delete",
+            ["--loops", "200" if q else "1000"], "seed000 new/delete"),
+        Job("seed002", "seed002_fixed", ["--rounds", "200" if q else "1000"], "seed002 100 B x 10,000"),
+        Job("seed002_lock", "seed002_fixed",
+            ["--rounds", "200" if q else "1000", "--lock", "mutex"], "seed002 with a lock"),
+        Job("seed003", "seed003_producer_consumer",
+            ["--objects", "300000" if q else "2000000"], "seed003 producer/consumer"),
+        Job("seed001_st", "seed001_tests",
+            ["--test", "st_random", "--rounds", "4" if q else "20"], "seed001 1 thread random"),
+        Job("seed001_mt", "seed001_tests",
+            ["--test", "mt_random", "--threads", T, "--rounds", "4" if q else "20"],
+            f"seed001 {T} threads random"),
+        Job("seed001_fixed", "seed001_tests",
+            ["--test", "mt_fixed", "--threads", T, "--rounds", "40" if q else "200"],
+            f"seed001 {T} threads fixed"),
+        Job("seed004_T16", "seed004_size_sweep",
+            ["--threads", "16", "--rounds", "2" if q else "10"], "seed004 sweep T=16"),
+        Job(f"seed004_T{T}", "seed004_size_sweep",
+            ["--threads", T, "--rounds", "4" if q else "40"], f"seed004 sweep T={T}"),
+        Job("server", "server_larson",
+            ["--threads", T, "--seconds", "300" if q else "1500"], f"server T={T}"),
+        Job("fastpath_immediate", "fastpath_pair",
+            ["--pattern", "immediate", "--iters", "2000000" if q else "20000000"], "fast path"),
+        Job("fastpath_batch100", "fastpath_pair",
+            ["--pattern", "batch100", "--iters", "20000" if q else "200000"], "fast path x100"),
+    ]
+
+
+def make_tables(threads):
+    T = str(threads)
+    phases = [("insert", "insert"), ("erase", "erase"), ("insert again", "insert_again")]
+    return [
+        Table("seed000_unordered_set", "Seed 000: unordered_set<int> insert / erase / insert again",
+              "seed000_unordered_set", {},
+              [Column(f"{label} (cycles/op)", "cycles_per_op", {"phase": p, "pass": "median"}, 0)
+               for label, p in phases] +
+              [Column("first-pass insert (cycles/op)", "cycles_per_op",
+                      {"phase": "insert", "pass": "first"}, 0),
+               Column("3 phases (ns/op)", "ns_per_op", {"pass": "median"}, 1)],
+              primary=[0, 1, 2], better="lower", job="seed000_set", defaults={"pass": "median"},
+              seed_text="GCC 10.3 Linux (cycles/op, insert / erase / insert again): glibc 307 / 162 / 176; "
+                        "tcmalloc 250 / 116 / 117; pmr::unsynchronized_pool_resource 272 / 210 / 169; "
+                        "custom pooled_allocator 199 / 112 / 110.",
+              seed_rows={"glibc": "307 / 162 / 176", "tcmalloc": "250 / 116 / 117",
+                         "unsynchronized": "272 / 210 / 169", "pooled_allocator": "199 / 112 / 110",
+                         "pool_allocator": "199 / 112 / 110 (seed's pooled_allocator)"}),
+        Table("seed000_new_delete", "Seed 000: new + delete of an empty class (5000 new, then 5000 delete, x1000)",
+              "seed000_new_delete", {},
+              [Column("cycles/pair", "cycles_per_pair", {}, 1), Column("ns/pair", "ns_per_pair", {}, 2)],
+              primary=[0], better="lower", job="seed000_new_delete",
+              seed_text="cycles per new+delete: glibc 107, tcmalloc 27, class-specific pool 8.",
+              seed_rows={"glibc": "107", "tcmalloc": "27", "pool": "8"}),
+        Table("seed002_fixed", "Seed 002: 1000 rounds of 10,000 x malloc(100) then free",
+              "seed002_fixed", {"lock": "none"},
+              [Column("seconds", "seconds", {}, 3), Column("cycles/pair", "cycles_per_pair", {}, 1),
+               Column("ns/pair", "ns_per_pair", {}, 2)],
+              primary=[0], better="lower", job="seed002", defaults={"lock": "none"},
+              seed_text="seconds: Delphi FastMM 0.14, VC2008 malloc 3.854, fixed-size pool (FixedAlloc) 0.0806.",
+              seed_rows={"glibc": "3.854 (VC2008 malloc)", "fixed": "0.0806 (FixedAlloc)"}),
+        Table("seed002_locked", "Seed 002 with a mutex around every malloc and free",
+              "seed002_fixed", {"lock": "mutex"},
+              [Column("seconds", "seconds", {}, 3), Column("cycles/pair", "cycles_per_pair", {}, 1),
+               Column("ns/pair", "ns_per_pair", {}, 2)],
+              primary=[0], better="lower", job="seed002_lock",
+              seed_text="seconds: FastMM with multithreading enabled 0.41; FastMM behind a critical section 0.71."),
+        Table("seed003_producer_consumer",
+              "Seed 003: 2 threads, one allocates 64 B objects, the other frees them",
+              "seed003_producer_consumer", {},
+              [Column("malloc (cycles)", "alloc_cycles_per_op", {}, 0),
+               Column("free (cycles)", "free_cycles_per_op", {}, 0),
+               Column("ns/object (wall)", "ns_per_object", {}, 1)],
+              primary=[2], better="lower", job="seed003",
+              seed_text="Core 2 Duo, per call: Alloc 0.000857 mutex / 0.000573 spinlock / 0.000243 lock-free; "
+                        "Free 0.000755 / 0.000551 / 0.000200 (units as printed; only the ratios carry over: "
+                        "lock-free about 3.5x faster than mutex)."),
+        Table("seed001_st_random", "Seed 001: 1 thread, random sizes 1..8192 B",
+              "seed001_tests", {"test": "st_random"},
+              [Column("seconds", "seconds", {}, 3), Column("ns/pair", "ns_per_pair", {}, 1)],
+              primary=[0], better="lower", job="seed001_st",
+              seed_text="Mini-TCMalloc vs malloc (VS2019 x86): about 40x faster at start, 4-6x steady."),
+        Table("seed001_mt_random", f"Seed 001: {T} threads, random sizes 1..8192 B",
+              "seed001_tests", {"test": "mt_random"},
+              [Column("seconds", "seconds", {}, 3), Column("ns/pair", "ns_per_pair", {}, 1)],
+              primary=[0], better="lower", job="seed001_mt",
+              seed_text="Mini-TCMalloc vs malloc: 10-20x faster under high concurrency."),
+        Table("seed001_mt_fixed", f"Seed 001: {T} threads, fixed 16 B",
+              "seed001_tests", {"test": "mt_fixed"},
+              [Column("seconds", "seconds", {}, 4), Column("ns/pair", "ns_per_pair", {}, 1)],
+              primary=[0], better="lower", job="seed001_fixed",
+              seed_text="Mini-TCMalloc slightly slower than malloc (bucket lock contention)."),
+        Table("server_larson", f"Server-like (larson-style): {T} threads, mixed sizes, cross-thread frees, changing live set",
+              "server_larson", {},
+              [Column("M mallocs/s", "mallocs_per_sec", {}, 2)],
+              primary=[0], better="higher", job="server"),
+        Table("fastpath_pair", "malloc(32) + free fast path (timed)",
+              "fastpath_pair", {},
+              [Column("immediate (cycles/pair)", "cycles_per_pair", {"pattern": "immediate"}, 1),
+               Column("100 then free (cycles/pair)", "cycles_per_pair", {"pattern": "batch100"}, 1),
+               Column("immediate (ns/pair)", "ns_per_pair", {"pattern": "immediate"}, 2)],
+              primary=[0, 1], better="lower", job="fastpath_immediate"),
+    ]
+
+
+def callgrind_table():
+    return Table("callgrind_pair", "Instructions per malloc(32) + free pair (valgrind --tool=callgrind)",
+                 "callgrind_pair", {},
+                 [Column("free at once (instr/pair)", "instructions_per_pair", {"pattern": "immediate"}, 1),
+                  Column("100 then free (instr/pair)", "instructions_per_pair", {"pattern": "batch100"}, 1)],
+                 primary=[0], better="lower", job="callgrind",
+                 seed_text="Reference counts for these two patterns (issue 2): mimalloc 57-115, "
+                           "tcmalloc and jemalloc 77-80, glibc 139-190; strata's target is at most 40.",
+                 seed_rows={"mimalloc": "57-115", "tcmalloc": "77-80", "jemalloc": "77-80",
+                            "glibc": "139-190", "strata": "target <= 40"})

@@ -1,0 +1,150 @@
+// The differential fuzzer: decodes an input into allocator operations, runs
+// them on strata (thread 0 here, threads 1..3 on turn-taking workers) and
+// checks every result against the block model. Entry point for libFuzzer;
+// standalone_driver.cpp calls the same function in g++ builds.
+#include "block_model.hpp"
+#include "operations.hpp"
+#include "simulated_threads.hpp"
+
+#include <strata/strata.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <functional>
+
+namespace strata_fuzz {
+namespace {
+
+class Execution {
+ public:
+  void apply(const Operation& op) {
+    Block& slot = slots_[op.slot];
+    switch (op.kind) {
+      case Kind::Malloc:
+        replace(slot, strata_malloc(op.size), op.size, 0);
+        break;
+      case Kind::Calloc: {
+        auto* p = static_cast<unsigned char*>(strata_calloc(op.count, op.size));
+        std::size_t bytes = op.count * op.size;
+        if (p)
+          for (std::size_t i = 0; i < bytes; ++i)
+            if (p[i] != 0) model_violation("calloc memory not zero", p, bytes, i);
+        replace(slot, p, bytes, 0);
+        break;
+      }
+      case Kind::AlignedAlloc:
+        replace(slot, strata_aligned_alloc(op.alignment, op.size), op.size, op.alignment);
+        break;
+      case Kind::Realloc:
+        if (slot.p) resize(slot, op.size);
+        else replace(slot, strata_realloc(nullptr, op.size), op.size, 0);
+        break;
+      case Kind::ReallocZero:
+        if (slot.p) resize(slot, 0);
+        break;
+      case Kind::Free:
+        release(slot, false, 0);
+        break;
+      case Kind::FreeSized:
+        release(slot, true, op.extra);
+        break;
+      case Kind::Touch:
+        if (slot.p) {
+          check_contents(slot, slot.size, "contents changed while the block was live");
+          if (strata_usable_size(slot.p) != slot.usable)
+            model_violation("usable size changed while the block was live", slot.p, slot.size, slot.usable);
+        }
+        break;
+      case Kind::Count:
+        break;
+    }
+  }
+
+  void release_all() {
+    for (Block& b : slots_) release(b, false, 0);
+    if (!live_.empty()) model_violation("live ranges left after freeing every block", nullptr, 0, 0);
+  }
+
+ private:
+  // A new block for `slot`; whatever the slot held before is freed first.
+  void replace(Block& slot, void* p, std::size_t size, std::size_t alignment) {
+    if (p == nullptr) model_violation("allocation of a servable size returned NULL", nullptr, size, errno);
+    release(slot, false, 0);
+    slot.p = static_cast<unsigned char*>(p);
+    slot.size = size;
+    slot.alignment = alignment;
+    slot.usable = strata_usable_size(p);
+    slot.seed = next_seed_++;
+    check_placement(slot);
+    live_.insert(slot);
+    fill_contents(slot);
+  }
+
+  void resize(Block& slot, std::size_t size) {
+    live_.erase(slot);
+    void* old = slot.p;
+    auto* p = static_cast<unsigned char*>(strata_realloc(slot.p, size));
+    if (p == nullptr) model_violation("realloc of a servable size returned NULL", old, size, errno);
+    // The header's promise: a new size that fits the block and is at least
+    // half its usable size stays put (smaller ones may move to a smaller block).
+    if (size != 0 && size <= slot.usable && 2 * size >= slot.usable && p != old)
+      model_violation("realloc within the usable size moved the block", old, size, slot.usable);
+    Block moved = slot;
+    moved.p = p;
+    std::size_t kept = size < slot.size ? size : slot.size;
+    check_contents(moved, kept, "realloc lost contents");
+    slot.p = p;
+    slot.size = size;
+    slot.alignment = 0;
+    slot.usable = strata_usable_size(p);
+    slot.seed = next_seed_++;
+    check_placement(slot);
+    live_.insert(slot);
+    fill_contents(slot);
+  }
+
+  void release(Block& slot, bool sized, std::uint8_t where) {
+    if (!slot.p) return;
+    check_contents(slot, slot.size, "contents changed before free");
+    live_.erase(slot);
+    if (sized) {
+      std::size_t span = slot.usable - slot.size;
+      strata_free_sized(slot.p, slot.size + (span ? where % (span + 1) : 0));
+    } else {
+      strata_free(slot.p);
+    }
+    slot = Block{};
+  }
+
+  Block slots_[kSlots];
+  LiveRanges live_;
+  std::uint64_t next_seed_ = 1;
+};
+
+}  // namespace
+
+// One fuzz input: operations grouped in runs per thread, run in input order.
+int run_input(const std::uint8_t* data, std::size_t size) {
+  static TurnTakingThreads workers(kThreads - 1);
+  std::vector<Operation> ops = decode(data, size);
+  Execution execution;
+  std::size_t i = 0;
+  while (i < ops.size()) {
+    std::size_t end = i;
+    while (end < ops.size() && ops[end].thread == ops[i].thread) ++end;
+    auto run = [&, begin = i, end] {
+      for (std::size_t k = begin; k < end; ++k) execution.apply(ops[k]);
+    };
+    if (ops[i].thread == 0) run();
+    else workers.run_on(ops[i].thread - 1u, std::function<void()>(run));
+    i = end;
+  }
+  execution.release_all();
+  return 0;
+}
+
+}  // namespace strata_fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  return strata_fuzz::run_input(data, size);
+}

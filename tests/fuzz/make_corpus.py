@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus (tests/fuzz/corpus/): one small input per scenario.
+
+Each input is a list of operations in the byte format of operations.hpp:
+head byte = kind + 16 * thread + 128 (switch to that thread), then the slot
+byte, then the parameters.
+Re-run after changing the format:  python3 tests/fuzz/make_corpus.py
+"""
+import os
+import random
+
+MALLOC, CALLOC, REALLOC, REALLOC_ZERO, ALIGNED, FREE, FREE_SIZED, TOUCH = range(8)
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def head(kind, thread):
+    return bytes([kind + 16 * thread + 128])
+
+
+def size_bytes(range_byte, value):
+    return bytes([range_byte, value & 0xFF, (value >> 8) & 0xFF])
+
+
+def tiny(n): return size_bytes(0, n)           # 0..128
+def small(n): return size_bytes(14, n)         # ..4096
+def medium(n): return size_bytes(23, n)        # (n * 5) % 300001
+def large(n): return size_bytes(28, n)         # 256 KiB + n * 16
+def edge(power, delta): return size_bytes(29, power + (delta << 8))  # 2^power - 1 + delta
+
+
+def op(kind, thread, slot, *params):
+    return head(kind, thread) + bytes([slot]) + b"".join(params)
+
+
+def scenario_small_churn():
+    out = b""
+    for i in range(40):
+        out += op(MALLOC, 0, i % 16, tiny(i * 3))
+        if i % 3 == 0:
+            out += op(FREE, 0, (i * 7) % 16)
+    return out
+
+
+def scenario_cross_thread():
+    out = b""
+    for i in range(24):
+        out += op(MALLOC, 1, i, small(i * 97))
+    for i in range(24):
+        out += op(FREE, 2 + i % 2, i)
+    return out
+
+
+def scenario_realloc_chain():
+    out = op(MALLOC, 0, 0, tiny(1))
+    for step, sz in enumerate([tiny(17), small(300), small(4000), medium(30000), large(100), tiny(5), large(2000)]):
+        out += op(REALLOC, step % 4, 0, sz) + op(TOUCH, 0, 0)
+    return out + op(REALLOC_ZERO, 1, 0) + op(FREE, 2, 0)
+
+
+def scenario_aligned():
+    out = b""
+    for i in range(21):
+        out += op(ALIGNED, i % 4, i, bytes([i]), small(i * 190))
+    for i in range(21):
+        out += op(FREE_SIZED, (i + 1) % 4, i, bytes([(i * 13) % 256]))
+    return out
+
+
+def scenario_calloc_reuse():
+    out = b""
+    for i in range(16):
+        out += op(MALLOC, 0, i, small(1000 + i))
+    for i in range(16):
+        out += op(FREE, 0, i)
+    for i in range(16):
+        out += op(CALLOC, 0, i, bytes([i]), small(1000 + i))
+    return out
+
+
+def scenario_power_of_two_edges():
+    out = b""
+    for p in range(23):
+        for d in range(3):
+            out += op(MALLOC, p % 4, (p * 3 + d) % 48, edge(p, d))
+    return out
+
+
+def scenario_large_spans():
+    out = b""
+    for i in range(8):
+        out += op(MALLOC, i % 2, i, large(i * 5000))
+    for i in range(0, 8, 2):
+        out += op(FREE, 3, i)
+    for i in range(8):
+        out += op(REALLOC, 0, i, large(i * 9000 + 1))
+    return out
+
+
+def scenario_random(seed):
+    rng = random.Random(seed)
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(64, 600)))
+
+
+def main():
+    corpus = os.path.join(HERE, "corpus")
+    os.makedirs(corpus, exist_ok=True)
+    scenarios = {
+        "small_churn": scenario_small_churn(),
+        "cross_thread": scenario_cross_thread(),
+        "realloc_chain": scenario_realloc_chain(),
+        "aligned": scenario_aligned(),
+        "calloc_reuse": scenario_calloc_reuse(),
+        "power_of_two_edges": scenario_power_of_two_edges(),
+        "large_spans": scenario_large_spans(),
+    }
+    for seed in range(5):
+        scenarios["random_%d" % seed] = scenario_random(seed)
+    for name, data in scenarios.items():
+        with open(os.path.join(corpus, name), "wb") as f:
+            f.write(data)
+    print("wrote %d inputs to %s" % (len(scenarios), corpus))
+
+
+if __name__ == "__main__":
+    main()
