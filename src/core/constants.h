@@ -33,7 +33,7 @@ inline constexpr std::size_t kReservationBytes = std::size_t{2} << 20;
 // but the radix tree and the page heap are the only users, both short.
 using PageId = std::uintptr_t;
 
-inline constexpr PageId page_of(const void* address) noexcept {
+inline PageId page_of(const void* address) noexcept {
   return reinterpret_cast<std::uintptr_t>(address) >> kPageShift;
 }
 inline constexpr std::uintptr_t address_of(PageId page) noexcept { return page << kPageShift; }

@@ -1,10 +1,13 @@
 #include "core/page_map.h"
 
+#include <type_traits>
+
 #include "platform/os.h"
 
 namespace strata::detail {
 
-alignas(4096) constinit PageMap g_page_map;
+alignas(4096) PageMap g_page_map;  // trivially constructible: zeroed .bss, no constructor
+static_assert(std::is_trivially_default_constructible_v<PageMap>);
 
 PageMap::Leaf* PageMap::leaf_for_write(PageId page) const noexcept {
   std::uintptr_t offset = __atomic_load_n(&root_[(page >> kLeafBits) & (kRootEntries - 1)], __ATOMIC_ACQUIRE);
@@ -28,14 +31,14 @@ bool PageMap::ensure(PageId first, std::size_t count) noexcept {
 
 void PageMap::set(PageId page, Span* span) noexcept {
   Entry& e = leaf_for_write(page)->entries[page & (kLeafEntries - 1)];
-  e.span.store(span, std::memory_order_relaxed);
-  e.owner_tag.store(0, std::memory_order_relaxed);
+  __atomic_store_n(&e.span, span, __ATOMIC_RELAXED);
+  __atomic_store_n(&e.owner_tag, std::uintptr_t{0}, __ATOMIC_RELAXED);
 }
 
 void PageMap::set_owner_tag(PageId first, std::size_t count, std::uintptr_t tag) noexcept {
   for (std::size_t i = 0; i < count; ++i)
-    leaf_for_write(first + i)->entries[(first + i) & (kLeafEntries - 1)].owner_tag.store(
-        tag, std::memory_order_release);
+    __atomic_store_n(&leaf_for_write(first + i)->entries[(first + i) & (kLeafEntries - 1)].owner_tag, tag,
+                     __ATOMIC_RELEASE);
 }
 
 void PageMap::set_range(PageId first, std::size_t count, Span* span) noexcept {

@@ -47,9 +47,12 @@ class PageMap {
   static constexpr std::size_t kLeafEntries = std::size_t{1} << kLeafBits;
   static constexpr std::size_t kRootEntries = std::size_t{1} << kRootBits;
 
+  // Plain words read and written with __atomic builtins: the PageMap stays
+  // trivially constructible, so it is zero-initialised .bss with no
+  // constructor to run (the first malloc may come before any constructor).
   struct Entry {
-    std::atomic<std::uintptr_t> owner_tag;
-    std::atomic<Span*> span;
+    std::uintptr_t owner_tag;
+    Span* span;
   };
   struct Leaf {
     Entry entries[kLeafEntries];
@@ -74,12 +77,12 @@ class PageMap {
 
   // The span that holds `address`, or nullptr.
   Span* lookup(const void* address) const noexcept {
-    return entry(address).span.load(std::memory_order_relaxed);
+    return __atomic_load_n(&entry(address).span, __ATOMIC_RELAXED);
   }
 
   // The owner tag of the page holding `address` (see above).
   std::uintptr_t owner_tag(const void* address) const noexcept {
-    return entry(address).owner_tag.load(std::memory_order_relaxed);
+    return __atomic_load_n(&entry(address).owner_tag, __ATOMIC_RELAXED);
   }
 
   Span* lookup_page(PageId page) const noexcept {
@@ -107,9 +110,9 @@ class PageMap {
   // zero_leaf_ comes first: a root entry holds its leaf's offset from the
   // start of the PageMap, so 0 means the zero leaf and one base register
   // reaches the root and every leaf.
-  Leaf zero_leaf_;  // .bss: read (as "no span") but never written
-  std::uintptr_t root_[kRootEntries] = {};  // written with release stores
-  std::size_t leaf_count_ = 0;
+  [[maybe_unused]] Leaf zero_leaf_;  // .bss: read (as "no span") but never written
+  std::uintptr_t root_[kRootEntries];  // written with release stores
+  std::size_t leaf_count_;
 };
 
 // The one page map of the process.

@@ -32,7 +32,7 @@ class Inbox {
 
  private:
   alignas(64) std::atomic<void*> head_{nullptr};  // own cache line: senders write it
-  char pad_[64 - sizeof(std::atomic<void*>)] = {};
+  [[maybe_unused]] char pad_[64 - sizeof(std::atomic<void*>)] = {};
 };
 
 }  // namespace strata::detail
