@@ -28,6 +28,7 @@ constinit ThreadCache g_dead_cache;   // threads past their exit hook
 
 constinit Mutex g_registry_mutex;     // guards the registry and cache lifecycle
 constinit ThreadCache* g_registry = nullptr;
+constinit ThreadCache* g_dead = nullptr;  // LIFO of caches whose thread exited
 constinit MetadataPool<ThreadCache> g_cache_pool;
 pthread_key_t g_exit_key;
 
@@ -287,6 +288,8 @@ void on_thread_exit(void* argument) noexcept {
   t_live_cache = &g_dead_cache;
   LockGuard guard(g_registry_mutex);
   cache->life = ThreadCache::Life::kDead;
+  cache->dead_next = g_dead;
+  g_dead = cache;
 }
 
 ThreadCache* create_cache() noexcept {
@@ -294,11 +297,11 @@ ThreadCache* create_cache() noexcept {
   ThreadCache* cache = nullptr;
   {
     LockGuard guard(g_registry_mutex);
-    for (ThreadCache* c = g_registry; c != nullptr; c = c->registry_next)
-      if (c->life == ThreadCache::Life::kDead) {
-        cache = c;
-        break;
-      }
+    if (g_dead != nullptr) {  // O(1): thread churn reuses caches, never grows the registry
+      cache = g_dead;
+      g_dead = cache->dead_next;
+      cache->dead_next = nullptr;
+    }
     if (cache == nullptr) {
       cache = g_cache_pool.create();
       if (cache == nullptr) return nullptr;

@@ -80,7 +80,8 @@ class alignas(2048) ThreadCache {
   // program, in this cache's lists, or travelling back). Owner-written;
   // statistics read them with relaxed atomic loads.
   std::uint64_t blocks_out[kNumClasses] = {};
-  ThreadCache* registry_next = nullptr;
+  ThreadCache* registry_next = nullptr;  // every cache ever made
+  ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
   enum class Life : std::uint8_t { kStatic, kAlive, kDead } life = Life::kStatic;
   Inbox inbox;
 };
