@@ -12,14 +12,16 @@ except ImportError:  # bench/run already warned
 from .tables import PRELOAD_ORDER
 
 COLOURS = {"glibc": "#7f7f7f", "tcmalloc": "#1f77b4", "jemalloc": "#ff7f0e",
-           "mimalloc": "#2ca02c", "strata": "#d62728"}
-POOL_COLOURS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
+           "mimalloc": "#2ca02c", "strata": "#d62728",
+           "strata (huge pages)": "#ff9896", "strata (no list encoding)": "#ff9896"}
+POOL_COLOURS = ["#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+                "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"]
 SHORT = {"seed000_unordered_set": "000 set ops", "seed000_new_delete": "000 new/delete",
          "seed002_fixed": "002 100B x10k", "seed002_locked": "002 + lock",
          "seed003_producer_consumer": "003 prod/cons", "seed001_st_random": "001 1T random",
          "seed001_mt_random": "001 MT random", "seed001_mt_fixed": "001 MT fixed",
          "server_larson": "server", "fastpath_pair": "fast path",
-         "callgrind_pair": "instr/pair"}
+         "callgrind_pair": "instr/pair", "hugepage_live_set": "huge pages"}
 
 
 def _colour(name, index):
@@ -63,7 +65,9 @@ def relative_bars(out, key, table, rows):
     top = 1.6 * max(max(values), 1.0)
     clipped = any(v + h > top for v, h in zip(values, high))
     ax.set_ylim(0, top)
-    _label_bars(ax, bars)
+    # Labels above the whisker; on the bar itself when the whisker reaches the
+    # top of the axis (a label there would collide with the frame).
+    _label_bars(ax, bars, tops=[v + h if v + h < 0.9 * top else v for v, h in zip(values, high)])
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--", label="glibc = 1.0")
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels([r.name for r in rows], rotation=20 if len(rows) > 5 else 0, ha="right" if len(rows) > 5 else "center", fontsize=9)
@@ -79,18 +83,19 @@ def relative_bars(out, key, table, rows):
 
 
 def callgrind_bars(out, table, rows):
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = plt.subplots(figsize=(max(8, 1.6 * len(rows) + 2), 4.6))
     width = 0.8 / max(1, len(table.columns))
+    colours = ["#4c72b0", "#dd8452", "#8fa8d6", "#f0b48c"]
     for j, column in enumerate(table.columns):
         values = [r.cells[j].median if r.cells[j] else 0 for r in rows]
         bars = ax.bar([i + j * width for i in range(len(rows))], values, width, label=column.label,
-                      color=["#4c72b0", "#dd8452"][j % 2])
+                      color=colours[j % len(colours)])
         _label_bars(ax, bars, "{:.0f}")
     ax.axhline(40, color="#d62728", linestyle=":", linewidth=1, label="strata target: 40")
     ax.set_xticks([i + width * (len(table.columns) - 1) / 2 for i in range(len(rows))])
-    ax.set_xticklabels([r.name for r in rows])
+    ax.set_xticklabels([r.name.replace(" (", "\n(") for r in rows], fontsize=9)
     ax.set_ylabel("instructions per malloc+free pair")
-    ax.set_xlabel("allocator (32-byte blocks, valgrind --tool=callgrind)")
+    ax.set_xlabel("allocator (32-byte blocks, valgrind --tool=callgrind; whole loop = call + PLT + malloc + free)")
     ax.set_title(table.title, fontsize=10)
     ax.legend(fontsize=8)
     return _save(fig, out, "callgrind_pair.png")

@@ -21,7 +21,7 @@ class RunResult:
     error: str = ""
 
 
-def _environment(allocator_name, preload):
+def _environment(allocator_name, preload, extra=None):
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     if preload:
@@ -30,18 +30,19 @@ def _environment(allocator_name, preload):
         env["STRATA_BENCH_ALLOCATOR"] = allocator_name
     else:
         env.pop("STRATA_BENCH_ALLOCATOR", None)
+    env.update(extra or {})
     return env
 
 
-def run(launcher, command, allocator_name, preload, timeout=300):
-    """Runs `command` with `preload` (may be empty) through the launcher, which
-    reports the program's peak RSS (see bench/tools/launch.c), and parses the
-    program's JSON lines."""
+def run(launcher, command, allocator_name, preload, env=None, timeout=300):
+    """Runs `command` with `preload` (may be empty) and the extra environment
+    `env` through the launcher, which reports the program's peak RSS (see
+    bench/tools/launch.c), and parses the program's JSON lines."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
             tempfile.NamedTemporaryFile(mode="r", suffix=".rss") as rss_file:
         start = time.monotonic()
         process = subprocess.Popen([launcher, preload, rss_file.name] + command, stdout=out, stderr=err,
-                                   env=_environment(allocator_name, ""), start_new_session=True)
+                                   env=_environment(allocator_name, "", env), start_new_session=True)
         # A hung run is killed with its whole process group (launcher + program).
         timer = threading.Timer(timeout, lambda: os.killpg(process.pid, signal.SIGKILL))
         timer.start()
@@ -72,10 +73,13 @@ def run(launcher, command, allocator_name, preload, timeout=300):
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 
-def callgrind_instructions(command, preload):
-    """Total instructions executed by `command` under callgrind, or None."""
-    full = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + command
-    env = _environment("", preload)
+def callgrind_instructions(command, preload, env=None, inside=()):
+    """Instructions executed by `command` under callgrind, or None: all of
+    them, or with `inside` (function names) only those executed inside these
+    functions and what they call (--toggle-collect)."""
+    full = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"] + \
+        [f"--toggle-collect={name}" for name in inside] + command
+    env = _environment("", preload, env)
     try:
         done = subprocess.run(full, capture_output=True, text=True, env=env, timeout=300)
     except (OSError, subprocess.TimeoutExpired):

@@ -23,6 +23,7 @@ class Job:
     program: str          # file name in <build>/bench
     args: list
     label: str            # for the progress line
+    env: dict = field(default_factory=dict)  # environment of every run (a row's own env wins)
 
 
 @dataclass
@@ -46,6 +47,11 @@ class Table:
     seed_text: str = ""       # the seed's published figures, verbatim
     seed_rows: dict = field(default_factory=dict)  # row-name substring -> seed figure
     defaults: dict = field(default_factory=dict)   # value assumed when a line lacks a key
+
+
+# Huge pages workload: live set (MiB) and accesses per timed chase.
+HUGEPAGE_LIVE_MIB = {False: 512, True: 64}
+HUGEPAGE_ACCESSES = {False: 1000000, True: 300000}
 
 
 def make_jobs(quick, threads):
@@ -79,11 +85,17 @@ def make_jobs(quick, threads):
             ["--pattern", "immediate", "--iters", "2000000" if q else "20000000"], "fast path"),
         Job("fastpath_batch100", "fastpath_pair",
             ["--pattern", "batch100", "--iters", "20000" if q else "200000"], "fast path x100"),
+        # The plain strata row runs with huge pages explicitly off; the row
+        # "strata (huge pages)" sets STRATA_HUGE_PAGES=1 (see allocators.py).
+        Job("hugepages", "hugepage_live_set",
+            ["--mib", str(HUGEPAGE_LIVE_MIB[q]), "--accesses", str(HUGEPAGE_ACCESSES[q])],
+            f"huge pages {HUGEPAGE_LIVE_MIB[q]} MiB", env={"STRATA_HUGE_PAGES": "0"}),
     ]
 
 
-def make_tables(threads):
+def make_tables(threads, quick=False):
     T = str(threads)
+    live = HUGEPAGE_LIVE_MIB[bool(quick)]
     phases = [("insert", "insert"), ("erase", "erase"), ("insert again", "insert_again")]
     return [
         Table("seed000_unordered_set", "Seed 000: unordered_set<int> insert / erase / insert again",
@@ -152,16 +164,31 @@ def make_tables(threads):
               "fastpath_pair", {},
               [Column("immediate (cycles/pair)", "cycles_per_pair", {"pattern": "immediate"}, 1),
                Column("100 then free (cycles/pair)", "cycles_per_pair", {"pattern": "batch100"}, 1),
-               Column("immediate (ns/pair)", "ns_per_pair", {"pattern": "immediate"}, 2)],
+               Column("immediate (ns/pair)", "ns_per_pair", {"pattern": "immediate"}, 2),
+               Column("100 then free (ns/pair)", "ns_per_pair", {"pattern": "batch100"}, 2)],
               primary=[0, 1], better="lower", job="fastpath_immediate"),
+        Table("hugepage_live_set",
+              f"Huge pages: {live} MiB live set of mixed-size blocks, read by a random pointer chase",
+              "hugepage_live_set", {},
+              [Column("ns/access", "ns_per_access", {}, 1),
+               Column("setup: allocate + touch (s)", "setup_seconds", {}, 2),
+               Column("in huge pages (MiB)", "huge_page_mib", {}, 0),
+               Column("peak RSS / live bytes", "rss_over_live", {}, 2)],
+              primary=[0], better="lower", job="hugepages"),
     ]
 
 
 def callgrind_table():
     return Table("callgrind_pair", "Instructions per malloc(32) + free pair (valgrind --tool=callgrind)",
                  "callgrind_pair", {},
-                 [Column("free at once (instr/pair)", "instructions_per_pair", {"pattern": "immediate"}, 1),
-                  Column("100 then free (instr/pair)", "instructions_per_pair", {"pattern": "batch100"}, 1)],
+                 [Column("whole loop, free at once (instr/pair)", "instructions_per_pair",
+                         {"pattern": "immediate"}, 1),
+                  Column("whole loop, 100 then free (instr/pair)", "instructions_per_pair",
+                         {"pattern": "batch100"}, 1),
+                  Column("inside malloc+free, free at once (instr/pair)", "instructions_inside_per_pair",
+                         {"pattern": "immediate"}, 1),
+                  Column("inside malloc+free, 100 then free (instr/pair)", "instructions_inside_per_pair",
+                         {"pattern": "batch100"}, 1)],
                  primary=[0], better="lower", job="callgrind",
                  seed_text="Reference counts for these two patterns (issue 2): mimalloc 57-115, "
                            "tcmalloc and jemalloc 77-80, glibc 139-190; strata's target is at most 40.",

@@ -21,6 +21,7 @@ class Context:
     duration: float
     command: str
     load: tuple = None  # 1-minute load average at start and end (None: not recorded)
+    thp: str = None     # transparent huge pages mode: always, madvise, never (None: not recorded)
 
 
 def cpu_model():
@@ -91,6 +92,78 @@ def sweep_table(speedup, summary, rss, seconds):
         cells = ["glibc time (ms)"] + [_num(seconds["glibc"].get(s, 0) * 1000, 2) for s in sizes] + ["", "", ""]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+def thp_note(thp):
+    """What the kernel's transparent huge page mode means for the huge pages table."""
+    setting = f"Transparent huge pages on this machine (/sys/kernel/mm/transparent_hugepage/enabled): `{thp}`"
+    if thp == "never":
+        return (setting + ". **The kernel never backs memory with huge pages here, so the effect of "
+                "STRATA_HUGE_PAGES=1 cannot show on this machine**: the two strata rows measure the same thing.")
+    if thp == "madvise":
+        return (setting + ": only memory marked with MADV_HUGEPAGE gets huge pages, which is what "
+                "STRATA_HUGE_PAGES=1 does to strata's 2 MiB-aligned reservations; the other rows run on 4 KiB pages "
+                "(unless an allocator marks its own memory). The row \"strata\" runs with STRATA_HUGE_PAGES=0.")
+    if thp == "always":
+        return (setting + ": the kernel may back any large enough anonymous mapping with huge pages, so every "
+                "allocator can get some; STRATA_HUGE_PAGES=1 marks strata's reservations and fills them in address "
+                "order. The row \"strata\" runs with STRATA_HUGE_PAGES=0.")
+    return setting + " (not readable: the kernel may lack transparent huge pages)."
+
+
+def _difference(with_, without, digits):
+    if with_ is None or without is None:
+        return "–"
+    diff = with_ - without
+    percent = f" ({100 * diff / without:+.1f}%)" if without else ""
+    return f"{diff:+.{digits}f}{percent}"
+
+
+def encoding_cost(built, skipped):
+    """Table "Cost of free-list encoding": strata (links stored XOR a
+    per-process secret, the default) against the same allocator built with
+    -DSTRATA_HARDENED=OFF, in the fast-path measurements."""
+    from .allocators import UNENCODED_ROW
+    md = ["## Cost of free-list encoding", "",
+          "strata stores each free-list link XOR a per-process secret so that an overflow cannot steer the "
+          "next allocation (issue 5). The row \"strata (no list encoding)\" is the same source built with "
+          "`-DSTRATA_HARDENED=OFF` (by bench/run, in `<build dir>-unhardened`). Instruction counts are exact "
+          "(valgrind --tool=callgrind, not affected by load); *inside malloc+free* counts only instructions "
+          "executed inside `malloc` and `free` and what they call (`--toggle-collect=malloc --toggle-collect=free`), "
+          "*whole loop* adds the call and the PLT jump (the loop's own instructions subtracted). "
+          "Times are medians (min–max) of the timed fast-path runs: trust a time difference only when it is "
+          "larger than the ranges.", ""]
+    measures = []  # (label, table id, column label, digits)
+    for pattern, label in (("free at once", "free at once"), ("100 then free", "100 then free")):
+        measures.append((f"instructions inside malloc+free per pair, {label}", "callgrind_pair",
+                         f"inside malloc+free, {pattern} (instr/pair)", 1))
+    for pattern in ("free at once", "100 then free"):
+        measures.append((f"instructions per pair, whole loop, {pattern}", "callgrind_pair",
+                         f"whole loop, {pattern} (instr/pair)", 1))
+    measures.append(("ns per pair, free at once (timed)", "fastpath_pair", "immediate (ns/pair)", 2))
+    measures.append(("ns per pair, 100 then free (timed)", "fastpath_pair", "100 then free (ns/pair)", 2))
+    lines = []
+    for label, key, column_label, digits in measures:
+        if key not in built:
+            continue
+        table, rows = built[key]
+        index = next((i for i, c in enumerate(table.columns) if c.label == column_label), None)
+        by_name = {r.name: r for r in rows}
+        if index is None or "strata" not in by_name or UNENCODED_ROW not in by_name:
+            continue
+        on, off = by_name["strata"].cells[index], by_name[UNENCODED_ROW].cells[index]
+        difference = _difference(on.median if on else None, off.median if off else None, digits)
+        if on and off and on.low != on.high and on.low <= off.high and off.low <= on.high:
+            difference += ", within the min–max ranges: not measurable in this run"
+        lines.append("| " + " | ".join([label, _cell(on, digits), _cell(off, digits), difference]) + " |")
+    if not lines:
+        reason = next((s for s in skipped if s.startswith(UNENCODED_ROW) or s.startswith("strata:")), None)
+        md.append("Not measured in this run" + (f": {reason}." if reason else
+                                                 " (no fast-path results for both strata builds)."))
+        return md + [""]
+    md += ["| measure (malloc(32) + free) | strata, encoded links (default) | strata, no list encoding | "
+           "cost of encoding |", "|---|---|---|---|"] + lines + [""]
+    return md
 
 
 # Headline: the one figure per workload a reader compares first.
@@ -173,9 +246,17 @@ def write(ctx, lines, table_defs):
         note = "".join(_threads_note(int(x), ctx.cores) for x in threads if x.isdigit() and t.workload != "seed004_size_sweep")
         if note:
             md += [note.strip(), ""]
+        if key == "hugepage_live_set":
+            md += [thp_note(ctx.thp), "",
+                   "Columns: time per access of the random chase (ranked), time to allocate and write the "
+                   "live set (including replacing half of it), the heap backed by huge pages at the end "
+                   "(AnonHugePages of /proc/self/smaps_rollup) and the peak resident set over the bytes "
+                   "requested (VmHWM / live bytes: above 1.00 is allocator overhead).", ""]
         md += [workload_table(t, rows), ""]
         if key in pictures:
             md += [f"![{t.title}]({pictures[key]})", ""]
+
+    md += encoding_cost(built, ctx.skipped)
 
     for T, (seconds, speedup, summary, rss) in sweeps.items():
         md += [f"## Seed 004: size sweep, {T} threads x 10,000 malloc/free per size: speedup over glibc", ""]

@@ -32,8 +32,11 @@ class Row:
 
 
 def row_order(names):
+    """Preloaded allocators, then strata's variant rows ("strata (...)"),
+    then pool rows."""
     preloaded = [n for n in PRELOAD_ORDER if n in names]
-    return preloaded + sorted(n for n in names if n not in PRELOAD_ORDER)
+    variants = sorted(n for n in names if n.startswith("strata (") and n not in PRELOAD_ORDER)
+    return preloaded + variants + sorted(n for n in names if n not in PRELOAD_ORDER and n not in variants)
 
 
 def _matches(line, wanted, defaults):

@@ -12,8 +12,10 @@
 // Locking: every member function takes the spinlock; the critical sections
 // are a few pointer moves, except add_chunk, which also allocates.
 // Lifetime: the depot is trivially destructible and never frees memory on its
-// own; the owner calls release_all() when nothing can use the slots any more
-// (the per-type depots of pool_allocator never do: they are immortal).
+// own; the owner calls release_all() when nothing can use the slots any more.
+// Used by synchronized_pool_resource (one depot per size class). The other
+// per-thread-cached pools use magazine_depot.hpp (pointer arrays), which
+// never reads a free object; batch_size_for() is shared by both.
 #ifndef STRATA_BATCH_DEPOT_HPP
 #define STRATA_BATCH_DEPOT_HPP
 
@@ -42,7 +44,8 @@ struct node_chain {
 // Seed 004 uses 4-8 KiB batches (128 x 32 B ... 16 x 512 B); on seed 000's
 // new/delete loop (5000 live objects) 16 KiB batches measured 5.5 cycles
 // per new+delete against 7.5 with 4 KiB ones, the depot's lock being taken
-// four times less often. A thread caches at most two batches per pool.
+// four times less often. A thread caches at most two batches (magazines)
+// per pool.
 constexpr std::uint32_t batch_size_for(std::size_t slot_size) noexcept {
   std::size_t n = 16384 / slot_size;
   return static_cast<std::uint32_t>(n < 8 ? 8 : n > 1024 ? 1024 : n);

@@ -36,8 +36,8 @@ struct magazine {
 
 class magazine_depot {
  public:
-  magazine_depot(std::size_t object_size, std::size_t alignment, std::size_t chunk_bytes,
-                 std::pmr::memory_resource* upstream, std::uint32_t capacity)
+  constexpr magazine_depot(std::size_t object_size, std::size_t alignment, std::size_t chunk_bytes,
+                           std::pmr::memory_resource* upstream, std::uint32_t capacity) noexcept
       : slot_align_(alignment < alignof(void*) ? alignof(void*) : alignment),
         slot_size_(round_up(object_size == 0 ? 1 : object_size, slot_align_)),
         capacity_(capacity == 0 ? 1 : capacity),
@@ -59,14 +59,20 @@ class magazine_depot {
     return new_magazine_locked();
   }
 
-  // Takes an empty magazine, returns a non-empty one (full from the depot,
-  // else filled with fresh slots). Throws std::bad_alloc; then `empty` stays
+  // Takes an empty magazine, returns a non-empty one (a full one from the
+  // depot, else the loose objects, else fresh slots). Throws std::bad_alloc; then `empty` stays
   // the caller's.
   magazine* exchange_for_full(magazine* empty) {
     std::lock_guard guard(lock_);
     magazine* full = full_;
     if (full != nullptr) {
       full_ = full->next;
+    } else if (loose_ != nullptr && loose_->count != 0) {
+      // Freed objects before fresh ones: the caller takes the loose
+      // magazine and leaves its empty one as the new loose magazine.
+      full = loose_;
+      loose_ = empty;
+      empty = nullptr;
     } else {
       full = empty;  // fill the caller's own magazine with fresh slots
       empty = nullptr;
@@ -110,12 +116,22 @@ class magazine_depot {
   // first fill), and a full one is swapped for a stocked empty one.
   void give_one(void* p) noexcept {
     std::lock_guard guard(lock_);
-    if (loose_->count == capacity_) {
-      loose_->next = full_;
-      full_ = loose_;
-      loose_ = empty_locked();
+    give_one_locked(p);
+  }
+
+  // Takes back a cache's magazine at thread exit, with whatever it holds:
+  // a full one joins the full list, the objects of a partial one go to the
+  // loose magazine, and the emptied magazine joins the stock.
+  void absorb(magazine* m) noexcept {
+    std::lock_guard guard(lock_);
+    if (m->count == capacity_) {
+      m->next = full_;
+      full_ = m;
+      return;
     }
-    loose_->items()[loose_->count++] = p;
+    while (m->count != 0) give_one_locked(m->items()[--m->count]);
+    m->next = empty_;
+    empty_ = m;
   }
 
   void release_all() noexcept {
@@ -169,6 +185,15 @@ class magazine_depot {
       deallocate_bytes(p, bytes, align);
   }
 
+  void give_one_locked(void* p) noexcept {
+    if (loose_->count == capacity_) {
+      loose_->next = full_;
+      full_ = loose_;
+      loose_ = empty_locked();
+    }
+    loose_->items()[loose_->count++] = p;
+  }
+
   magazine* empty_locked() {
     if (magazine* m = empty_) {
       empty_ = m->next;
@@ -197,6 +222,9 @@ class magazine_depot {
     magazine* spare = new_magazine_locked();
     spare->next = empty_;
     empty_ = spare;
+    // Fresh slots are handed out lowest address first (pops take the last
+    // item), so the first touches walk the chunk upwards. One pass over the
+    // array; only the slots' addresses are written, never the slots.
     void** items = m->items();
     while (m->count < capacity_) {
       if (cursor_ == end_) {
@@ -207,14 +235,15 @@ class magazine_depot {
           break;  // out of memory: hand out what there is
         }
       }
-      items[m->count++] = cursor_;
-      cursor_ += slot_size_;
-    }
-    // Reverse so the lowest address is popped first (sequential first touch).
-    for (std::uint32_t i = 0, j = m->count - 1; i < j; ++i, --j) {
-      void* t = items[i];
-      items[i] = items[j];
-      items[j] = t;
+      const std::uint32_t wanted = capacity_ - m->count;
+      const auto available = static_cast<std::uint32_t>((end_ - cursor_) / static_cast<std::ptrdiff_t>(slot_size_));
+      const std::uint32_t n = wanted < available ? wanted : available;
+      // Make room at the bottom: items already there (an earlier chunk's
+      // tail) move up so this chunk's slots come out after them.
+      for (std::uint32_t i = m->count; i-- > 0;) items[i + n] = items[i];
+      for (std::uint32_t i = 0; i < n; ++i) items[n - 1 - i] = cursor_ + i * slot_size_;
+      cursor_ += n * slot_size_;
+      m->count += n;
     }
   }
 

@@ -82,8 +82,14 @@ class thread_cached_pool {
         }
         return deallocate_slow(*c, p);
       }
-      // A thread whose first call is a free: no cache yet, and making one
-      // may fail, so this object takes the shared path.
+      // A thread whose first call is a free (a consumer): make its cache,
+      // unless memory for it cannot be had; then use the shared path.
+      cache* made = nullptr;
+      try {
+        made = &make_cache(slot);
+      } catch (...) {
+      }
+      if (made != nullptr) return deallocate_slow(*made, p);
     }
     depot_.give_one(p);
   }

@@ -336,7 +336,7 @@ Span* PageHeap::grow_locked(std::size_t pages) noexcept {
   return find_free_locked(pages);
 }
 
-Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages) noexcept {
+Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState state) noexcept {
   if (pages == 0) pages = 1;
   std::size_t search = pages + align_pages - 1;
   if (search < pages || search > (std::size_t{1} << (kAddressBits - kPageShift))) return nullptr;
@@ -361,7 +361,7 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages) noexcept {
     g_page_map.set(rest->first_page + rest->page_count - 1, rest);
     file_free_locked(rest);
   }
-  span->state = SpanState::kLarge;
+  span->state = state;
   span->decommitted = false;
   span->next = span->prev = nullptr;
   span->in_list = false;

@@ -48,9 +48,11 @@ class PageHeap {
   static constexpr std::size_t kMaxListPages = 128;
 
   // A span of exactly `pages` pages whose start is aligned to `align_pages`
-  // pages (a power of two), every page mapped to it, state kLarge, or
-  // nullptr when the OS refuses memory.
-  Span* allocate(std::size_t pages, std::size_t align_pages = 1) noexcept;
+  // pages (a power of two), every page mapped to it, in `state` (kLarge or
+  // kSmall: set under the lock, since coalescing reads neighbours' states),
+  // or nullptr when the OS refuses memory.
+  Span* allocate(std::size_t pages, std::size_t align_pages = 1,
+                 SpanState state = SpanState::kLarge) noexcept;
 
   // Takes back a span in use (kSmall or kLarge): coalesces and files it.
   void deallocate(Span* span) noexcept;

@@ -41,7 +41,6 @@ bool return_block(Span* span, void* block) noexcept {
 
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
   const SizeClassInfo& info = class_info(cls);
-  span->state = SpanState::kSmall;
   span->size_class = static_cast<std::uint8_t>(cls);
   span->capacity = info.span_objects;
   span->allocated = 0;
@@ -122,7 +121,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
       return one.head;
     }
   }
-  Span* span = g_page_heap.allocate(class_info(cls).span_pages);
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   if (span == nullptr) return nullptr;
   init_small_span(span, cls, nullptr);
   LockGuard guard(mutex_);

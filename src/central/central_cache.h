@@ -73,7 +73,8 @@ bool return_block(Span* span, void* block) noexcept;
 // the span and in the page map's owner tags.
 void set_owner(Span* span, ThreadCache* owner) noexcept;
 
-// Prepares a fresh span from the page heap for class `cls`.
+// Prepares a fresh span from the page heap (allocated in state kSmall) for
+// class `cls`.
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept;
 
 }  // namespace strata::detail

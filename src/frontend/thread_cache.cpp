@@ -116,7 +116,7 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
         ++cache->stats.spans_adopted;
         cache->blocks_out[cls] += span->allocated;
       } else {
-        span = g_page_heap.allocate(info.span_pages);
+        span = g_page_heap.allocate(info.span_pages, 1, SpanState::kSmall);
         if (span == nullptr) break;  // out of memory: serve what we have
         init_small_span(span, cls, cache);
         ++cache->stats.spans_new;

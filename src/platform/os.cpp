@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -102,8 +104,11 @@ void os_fatal(const char* message) noexcept {
 
 std::uint64_t os_random_u64() noexcept {
   std::uint64_t seed = 0x9e3779b97f4a7c15ull;
-  if (auto* random = reinterpret_cast<const std::uint64_t*>(getauxval(AT_RANDOM)))
+  if (auto* bytes = reinterpret_cast<const void*>(getauxval(AT_RANDOM))) {
+    std::uint64_t random[2];  // 16 bytes with no alignment promise: copy, do not cast
+    std::memcpy(random, bytes, sizeof(random));
     seed ^= random[0] ^ (random[1] << 1);
+  }
   timespec now{};
   clock_gettime(CLOCK_MONOTONIC, &now);
   seed ^= static_cast<std::uint64_t>(now.tv_nsec) * 0xbf58476d1ce4e5b9ull;

@@ -12,10 +12,39 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 REQUIRED_SECTIONS = ["## Headline", "## Seed 000: unordered_set", "## Seed 000: new + delete",
                      "## Seed 002: 1000 rounds", "## Seed 002 with a mutex", "## Seed 003",
                      "## Seed 001: 1 thread", "## Seed 001: ", "## Seed 004: size sweep, 16 threads",
-                     "## Server-like", "## malloc(32) + free fast path"]
-REQUIRED_CHARTS = ["speedup_summary.png", "rss.png", "seed004_sweep_T16.png"]
+                     "## Server-like", "## malloc(32) + free fast path", "## Huge pages:",
+                     "## Cost of free-list encoding"]
+REQUIRED_CHARTS = ["speedup_summary.png", "rss.png", "seed004_sweep_T16.png", "hugepage_live_set.png"]
 REQUIRED_WORKLOADS = ["seed000_unordered_set", "seed000_new_delete", "seed001_tests", "seed002_fixed",
-                      "seed003_producer_consumer", "seed004_size_sweep", "server_larson", "fastpath_pair"]
+                      "seed003_producer_consumer", "seed004_size_sweep", "server_larson", "fastpath_pair",
+                      "hugepage_live_set"]
+HUGE_PAGES_ROW = "strata (huge pages)"
+UNENCODED_ROW = "strata (no list encoding)"
+
+
+def variant_problems(report, rows):
+    """strata's variant rows (issue 5): huge pages on in the huge pages
+    table; the build without list encoding in the fast-path tables and the
+    encoding-cost table, whenever that build was there to run."""
+    problems = []
+    ran = {(r.get("workload"), r.get("allocator")) for r in rows}
+    if ("hugepage_live_set", "strata") in ran and ("hugepage_live_set", HUGE_PAGES_ROW) not in ran:
+        problems.append(f"no '{HUGE_PAGES_ROW}' results beside strata in hugepage_live_set")
+    if "Transparent huge pages on this machine" not in report:
+        problems.append("the huge pages section does not state the machine's transparent huge page mode")
+    if any(a == UNENCODED_ROW for _, a in ran):
+        if ("fastpath_pair", UNENCODED_ROW) not in ran:
+            problems.append(f"no '{UNENCODED_ROW}' results in fastpath_pair")
+        section = report.split("## Cost of free-list encoding", 1)[-1].split("\n## ", 1)[0]
+        if "| ns per pair, free at once" not in section:
+            problems.append("the free-list encoding table has no timed row")
+        if shutil.which("valgrind") and "| instructions inside malloc+free per pair" not in section:
+            problems.append("the free-list encoding table has no instruction-count row")
+    if shutil.which("valgrind"):
+        if not any(r.get("workload") == "callgrind_pair" and r.get("metric") == "instructions_inside_per_pair"
+                   for r in rows):
+            problems.append("no instructions counted inside malloc and free (--toggle-collect)")
+    return problems
 
 
 def main(out):
@@ -40,7 +69,7 @@ def main(out):
     results_path = os.path.join(out, "results.jsonl")
     if not os.path.isfile(results_path):
         return problems + [f"{results_path} missing"]
-    workloads = set()
+    workloads, rows = set(), []
     with open(results_path) as f:
         for number, line in enumerate(f, 1):
             try:
@@ -53,7 +82,9 @@ def main(out):
                     if key not in row:
                         problems.append(f"results.jsonl line {number} lacks '{key}'")
                 workloads.add(row.get("workload"))
+                rows.append(row)
     problems += [f"no results from {w}" for w in REQUIRED_WORKLOADS if w not in workloads]
+    problems += variant_problems(report, rows)
     return problems
 
 

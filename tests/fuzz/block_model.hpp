@@ -24,6 +24,7 @@ struct Block {
   std::size_t usable = 0;     // what strata_usable_size said at allocation
   std::size_t alignment = 0;  // requested alignment (0: none)
   std::uint64_t seed = 0;     // contents: see content_word
+  int pool = -1;              // -1: from the strata_* API; else the pmr resource index
 };
 
 // Contents: 64-bit words derived from the block's seed and the word index,
@@ -85,7 +86,13 @@ inline void check_placement(const Block& b) {
     model_violation("power-of-two usable size not aligned to itself", b.p, b.size, b.usable);
 }
 
-// Address ranges [p, p + usable) of all live blocks.
+// A pool block has no usable size beyond its request: only its alignment.
+inline void check_pool_placement(const Block& b) {
+  if (b.alignment && reinterpret_cast<std::uintptr_t>(b.p) % b.alignment)
+    model_violation("pool block not aligned as requested", b.p, b.size, b.alignment);
+}
+
+// Address ranges [p, p + usable) of all live blocks (pool blocks: [p, p + size)).
 class LiveRanges {
  public:
   void insert(const Block& b) {

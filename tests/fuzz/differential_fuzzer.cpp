@@ -6,6 +6,7 @@
 #include "operations.hpp"
 #include "simulated_threads.hpp"
 
+#include <strata/pmr.hpp>
 #include <strata/strata.h>
 
 #include <cerrno>
@@ -36,11 +37,11 @@ class Execution {
         replace(slot, strata_aligned_alloc(op.alignment, op.size), op.size, op.alignment);
         break;
       case Kind::Realloc:
-        if (slot.p) resize(slot, op.size);
+        if (slot.p && slot.pool < 0) resize(slot, op.size);
         else replace(slot, strata_realloc(nullptr, op.size), op.size, 0);
         break;
       case Kind::ReallocZero:
-        if (slot.p) resize(slot, 0);
+        if (slot.p && slot.pool < 0) resize(slot, 0);
         break;
       case Kind::Free:
         release(slot, false, 0);
@@ -48,8 +49,11 @@ class Execution {
       case Kind::FreeSized:
         release(slot, true, op.extra);
         break;
+      case Kind::PoolAllocate:
+        allocate_from_pool(slot, op.extra % kPools, op.size, op.alignment);
+        break;
       case Kind::Touch:
-        if (slot.p) {
+        if (slot.p && slot.pool < 0) {
           check_contents(slot, slot.size, "contents changed while the block was live");
           if (strata_usable_size(slot.p) != slot.usable)
             model_violation("usable size changed while the block was live", slot.p, slot.size, slot.usable);
@@ -66,6 +70,32 @@ class Execution {
   }
 
  private:
+  // The pools of issue 3, as std::pmr resources: a thread-safe one (used from
+  // every simulated thread), the single-threaded one (safe here because the
+  // threads take turns), and the general resource over strata_*.
+  static constexpr int kPools = 3;
+  std::pmr::memory_resource* pool(int index) {
+    switch (index) {
+      case 0: return &synchronized_;
+      case 1: return &unsynchronized_;
+      default: return strata::pmr::general_resource();
+    }
+  }
+
+  void allocate_from_pool(Block& slot, int index, std::size_t size, std::size_t alignment) {
+    void* p = pool(index)->allocate(size, alignment);  // throws on failure: the fuzzer stops
+    release(slot, false, 0);
+    slot.p = static_cast<unsigned char*>(p);
+    slot.size = size;
+    slot.alignment = alignment;
+    slot.usable = size;
+    slot.seed = next_seed_++;
+    slot.pool = index;
+    check_pool_placement(slot);
+    live_.insert(slot);
+    fill_contents(slot);
+  }
+
   // A new block for `slot`; whatever the slot held before is freed first.
   void replace(Block& slot, void* p, std::size_t size, std::size_t alignment) {
     if (p == nullptr) model_violation("allocation of a servable size returned NULL", nullptr, size, errno);
@@ -107,7 +137,9 @@ class Execution {
     if (!slot.p) return;
     check_contents(slot, slot.size, "contents changed before free");
     live_.erase(slot);
-    if (sized) {
+    if (slot.pool >= 0) {
+      pool(slot.pool)->deallocate(slot.p, slot.size, slot.alignment);
+    } else if (sized) {
       std::size_t span = slot.usable - slot.size;
       strata_free_sized(slot.p, slot.size + (span ? where % (span + 1) : 0));
     } else {
@@ -116,6 +148,9 @@ class Execution {
     slot = Block{};
   }
 
+  // Declared before the slots: destroyed after every block went back.
+  strata::pmr::synchronized_pool_resource synchronized_;
+  strata::pmr::pool_resource unsynchronized_;
   Block slots_[kSlots];
   LiveRanges live_;
   std::uint64_t next_seed_ = 1;

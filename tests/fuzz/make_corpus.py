@@ -9,7 +9,7 @@ Re-run after changing the format:  python3 tests/fuzz/make_corpus.py
 import os
 import random
 
-MALLOC, CALLOC, REALLOC, REALLOC_ZERO, ALIGNED, FREE, FREE_SIZED, TOUCH = range(8)
+MALLOC, CALLOC, REALLOC, REALLOC_ZERO, ALIGNED, FREE, FREE_SIZED, TOUCH, POOL = range(9)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -96,6 +96,17 @@ def scenario_large_spans():
     return out
 
 
+def scenario_pools():
+    out = b""
+    for i in range(30):  # all three resources, several threads, then cross-thread frees
+        out += op(POOL, i % 4, i, bytes([i % 3, i % 13]), small(i * 130) if i % 5 else medium(i * 900))
+    for i in range(0, 30, 2):
+        out += op(FREE, (i + 2) % 4, i)
+    for i in range(30):
+        out += op(POOL, (i + 1) % 4, i, bytes([(i + 1) % 3, 4]), tiny(i * 4))
+    return out
+
+
 def scenario_random(seed):
     rng = random.Random(seed)
     return bytes(rng.randrange(256) for _ in range(rng.randrange(64, 600)))
@@ -112,6 +123,7 @@ def main():
         "calloc_reuse": scenario_calloc_reuse(),
         "power_of_two_edges": scenario_power_of_two_edges(),
         "large_spans": scenario_large_spans(),
+        "pools": scenario_pools(),
     }
     for seed in range(5):
         scenarios["random_%d" % seed] = scenario_random(seed)

@@ -26,6 +26,7 @@ enum class Kind : std::uint8_t {
   Free,
   FreeSized,     // free_sized with any size between request and usable size
   Touch,         // re-check a live block's contents and usable size
+  PoolAllocate,  // allocate from one of strata's std::pmr pool resources
   Count
 };
 
@@ -36,7 +37,7 @@ struct Operation {
   std::size_t size;       // bytes (Calloc: per element)
   std::size_t count;      // Calloc elements
   std::size_t alignment;  // AlignedAlloc
-  std::uint8_t extra;     // FreeSized: where between request and usable size
+  std::uint8_t extra;     // FreeSized: where between request and usable size; PoolAllocate: resource
 };
 
 // Cursor over the input; reads zeros past the end so every input decodes.
@@ -72,11 +73,11 @@ inline std::vector<Operation> decode(const std::uint8_t* data, std::size_t size)
   std::vector<Operation> ops;
   std::uint8_t thread = 0;
   while (!in.done() && ops.size() < 4096) {
-    // Head byte: bits 0-2 the kind, bit 7 "switch thread", bits 4-5 the new
+    // Head byte: bits 0-3 the kind, bit 7 "switch thread", bits 4-5 the new
     // thread. Switches are costly (a hand-off), so they are explicit.
     std::uint8_t head = in.byte();
     Operation op{};
-    op.kind = static_cast<Kind>(head % static_cast<std::uint8_t>(Kind::Count));
+    op.kind = static_cast<Kind>((head & 0x0F) % static_cast<std::uint8_t>(Kind::Count));
     if (head & 0x80) thread = static_cast<std::uint8_t>((head >> 4) % kThreads);
     op.thread = thread;
     op.slot = static_cast<std::uint8_t>(in.byte() % kSlots);
@@ -95,6 +96,11 @@ inline std::vector<Operation> decode(const std::uint8_t* data, std::size_t size)
         break;
       case Kind::FreeSized:
         op.extra = in.byte();
+        break;
+      case Kind::PoolAllocate:
+        op.extra = in.byte();                               // which resource
+        op.alignment = std::size_t{1} << (in.byte() % 13);  // 1 B .. 4 KiB
+        op.size = decode_size(in);
         break;
       default:
         break;

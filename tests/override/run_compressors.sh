@@ -7,13 +7,13 @@ require_command xz xz-utils
 require_command zstd zstd
 require_command python3 python3
 
-# 12 MB of mixed text and noise: compressible, but not trivially.
+# 8 MB of mixed text and noise: compressible, but not trivially.
 python3 - "$WORK/input.bin" <<'PY'
 import random, sys
 rng = random.Random(42)
 words = [''.join(rng.choice('abcdefghij') for _ in range(rng.randint(2, 9))) for _ in range(5000)]
 with open(sys.argv[1], 'wb') as f:
-    for block in range(12):
+    for block in range(8):
         text = ' '.join(rng.choice(words) for _ in range(120000)).encode()
         f.write(text[: 768 * 1024])
         f.write(rng.randbytes(256 * 1024))

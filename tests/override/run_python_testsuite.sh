@@ -3,9 +3,11 @@
 # with strata preloaded; every test must pass, as it does without strata.
 source "$(dirname "$0")/preload_common.sh"
 require_command python3 python3
-MODULES=(test.test_list test.test_dict test.test_set test.test_tuple test.test_deque
-         test.test_bytes test.test_string test.test_json test.test_heapq test.test_bisect
-         test.test_ordered_dict test.test_array test.test_struct)
+# Modules that exercise the object allocator hard and run in a few seconds;
+# add test.test_set test.test_bytes test.test_json test.test_weakref for a longer run.
+MODULES=(test.test_list test.test_dict test.test_tuple test.test_deque test.test_string
+         test.test_heapq test.test_bisect test.test_ordered_dict test.test_array test.test_struct)
+if [[ -n "${STRATA_PYTHON_TEST_MODULES:-}" ]]; then read -r -a MODULES <<<"$STRATA_PYTHON_TEST_MODULES"; fi
 python3 -c "import test.test_list, test.support" 2>/dev/null ||
   fail "python3 has no test suite (import test.test_list failed): install the Debian package 'libpython3-testsuite' (libpython3.11-testsuite)"
 

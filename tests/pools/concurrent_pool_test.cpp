@@ -4,6 +4,7 @@
 // verified and a side table proves that no object is ever held by two
 // threads at once.
 #include <strata/concurrent_pool.hpp>
+#include <strata/magazine_depot.hpp>
 #include <strata/thread_cached_pool.hpp>
 
 #include <gtest/gtest.h>
@@ -257,6 +258,35 @@ TEST(ThreadCachedPool, ThreadChurnReusesCachesOfExitedThreads) {
   const std::size_t chunks = pool.chunk_count();
   for (int i = 0; i < 100; ++i) std::thread(work).join();
   EXPECT_LE(pool.chunk_count(), chunks + 1);
+}
+
+TEST(MagazineDepot, SharedPathForThreadsWithoutACache) {
+  // Threads beyond max_thread_slots use take_one/give_one; magazines of 4.
+  strata::detail::magazine_depot depot(24, 8, 4096, nullptr, 4);
+  std::set<void*> seen;
+  std::vector<void*> v;
+  for (int i = 0; i < 100; ++i) {
+    v.push_back(depot.take_one());
+    ASSERT_TRUE(seen.insert(v.back()).second);
+  }
+  const std::size_t chunks = depot.chunk_count();
+  for (void* p : v) depot.give_one(p);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(seen.count(depot.take_one())) << "fresh slot while freed ones exist";
+  EXPECT_EQ(depot.chunk_count(), chunks);
+  depot.release_all();
+}
+
+TEST(MagazineDepot, FullAndEmptyMagazinesTrade) {
+  strata::detail::magazine_depot depot(16, 16, 4096, nullptr, 8);
+  strata::detail::magazine* m = depot.new_empty();
+  m = depot.exchange_for_full(m);
+  ASSERT_EQ(m->count, 8u);
+  for (std::uint32_t i = 0; i < m->count; ++i) EXPECT_EQ(reinterpret_cast<std::uintptr_t>(m->items()[i]) % 16, 0u);
+  strata::detail::magazine* e = depot.exchange_for_empty(m);
+  EXPECT_EQ(e->count, 0u);
+  strata::detail::magazine* again = depot.exchange_for_full(e);
+  EXPECT_EQ(again, m) << "the full magazine given back is the one handed out next";
+  depot.release_all();
 }
 
 using ConcurrentPoolDeathTest = ::testing::Test;

@@ -182,3 +182,19 @@ TEST(PoolAllocator, ThreadChurnDoesNotLeakChunks) {
   for (int i = 0; i < 50; ++i) std::thread(work).join();
   EXPECT_EQ(node_pool::chunk_count(), chunks);
 }
+
+namespace {
+struct alignas(64) CacheLine {
+  int value;
+};
+}  // namespace
+
+TEST(PoolAllocator, OverAlignedNodesAreAligned) {
+  std::list<CacheLine, alloc<CacheLine>> l;
+  for (int i = 0; i < 5000; ++i) {
+    l.push_back({i});
+    ASSERT_EQ(reinterpret_cast<std::uintptr_t>(&l.back()) % 64, 0u);
+  }
+  int i = 0;
+  for (const CacheLine& c : l) ASSERT_EQ(c.value, i++);
+}

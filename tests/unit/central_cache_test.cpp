@@ -79,7 +79,7 @@ TEST(CentralCache, AdoptedSpansServeTheNextThread) {
 
 TEST(CentralCache, BlockCountsAddUp) {
   // take_blocks / return_block keep: allocated + free + uncarved == capacity.
-  Span* span = g_page_heap.allocate(class_info(10).span_pages);
+  Span* span = g_page_heap.allocate(class_info(10).span_pages, 1, SpanState::kSmall);
   ASSERT_NE(span, nullptr);
   init_small_span(span, 10, nullptr);
   auto uncarved = [&] { return (span->carve_end - span->carve_next) / class_size(10); };
@@ -104,6 +104,5 @@ TEST(CentralCache, BlockCountsAddUp) {
   EXPECT_EQ(free_count(), 0u);
   EXPECT_EQ(span->allocated, 9u);
   EXPECT_EQ(span->allocated + free_count() + uncarved(), span->capacity);
-  span->state = SpanState::kSmall;
   g_page_heap.deallocate(span);
 }
