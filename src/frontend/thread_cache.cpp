@@ -133,8 +133,10 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
   list_set_next(chain.tail, list.head);
   list.head = chain.head;
   list.room -= static_cast<std::int32_t>(chain.count);
-  // Slow start: a list that keeps running dry earns a longer limit.
-  if (want >= list.max_length) grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
+  // Slow start (seed 001, TCMalloc): every time a list runs dry its limit
+  // grows, by one up to the batch size, then by a batch (up to 8192 blocks
+  // and within the thread's byte bound).
+  grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
 }
 
 }  // namespace
