@@ -8,7 +8,7 @@ packages=(
   # build
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   # tests
-  libgtest-dev valgrind python3 sqlite3 xz-utils zstd
+  libgtest-dev valgrind python3 libpython3.11-testsuite sqlite3 xz-utils zstd
   # benchmark peers and charts
   libtcmalloc-minimal4 libjemalloc2 libmimalloc2.0 python3-matplotlib
 )

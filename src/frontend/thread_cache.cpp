@@ -20,6 +20,9 @@ namespace {
 // Longest a free list may grow (TCMalloc's kMaxDynamicFreeListLength).
 constexpr std::uint32_t kMaxListLength = 8192;
 
+// Fast-path frees between two housekeeping visits.
+constexpr std::int32_t kFreesPerHousekeeping = 256;
+
 static_assert(sizeof(ThreadCache) % 2048 == 0, "pool objects must stay 2048-aligned for owner tags");
 static_assert(offsetof(ThreadCache, lists) == kListsOffset, "list offsets assume this layout");
 
@@ -191,7 +194,12 @@ void scavenge_if_due(ThreadCache* cache) noexcept {
   }
   cache->touched[0] = cache->touched[1] = 0;
   cache->next_scavenge_ns = now + (period != 0 ? period : 1000000000ull);
+}
+
+void housekeeping(ThreadCache* cache) noexcept {
+  cache->frees_until_housekeeping = kFreesPerHousekeeping;
   g_page_heap.maybe_decay();
+  scavenge_if_due(cache);
 }
 
 void flush_thread_cache(ThreadCache* cache) noexcept {
@@ -225,7 +233,7 @@ void* allocate_slow(std::size_t cls) noexcept {
   if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, class_size(cls));
   ++cache->stats.allocs_slow;
   mark_touched(cache, cls);
-  scavenge_if_due(cache);
+  housekeeping(cache);
   if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
   FreeList& list = cache->lists[cls];
   if (list.head == nullptr) drain_inbox(cache);
@@ -242,7 +250,7 @@ void* allocate_slow(std::size_t cls) noexcept {
 
 void list_too_long(ThreadCache* cache, std::size_t cls) noexcept {
   mark_touched(cache, cls);
-  scavenge_if_due(cache);
+  housekeeping(cache);
   FreeList& list = cache->lists[cls];
   const SizeClassInfo& info = class_info(cls);
   std::uint32_t length = list.length();
@@ -313,6 +321,7 @@ ThreadCache* create_cache() noexcept {
     cache->life = ThreadCache::Life::kAlive;
   }
   cache->key = g_list_key;
+  cache->frees_until_housekeeping = kFreesPerHousekeeping;
   cache->max_bytes = g_options.thread_cache_bytes;
   cache->capacity_bytes = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {

@@ -61,7 +61,11 @@ class alignas(2048) ThreadCache {
  public:
   // --- hot: the list key and the free lists, first in the object -----------
   std::uintptr_t key = 0;  // == g_list_key, kept here to save a load per op
-  std::uintptr_t unused_ = 0;
+  // Frees until the next housekeeping visit (decay of free pages, idle list
+  // scavenging): a program that only ever hits the fast paths still returns
+  // memory on time. Two instructions per free; one clock read per 256 frees.
+  std::int32_t frees_until_housekeeping = 0;
+  std::int32_t unused_ = 0;
   FreeList lists[kNumClasses];
 
   // --- cold ----------------------------------------------------------------
@@ -92,6 +96,9 @@ extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("ini
 void* allocate_slow(std::size_t cls) noexcept;
 void deallocate_slow(void* block) noexcept;
 void list_too_long(ThreadCache* cache, std::size_t cls) noexcept;
+// Every slow path, and every 256th fast free: the page heap's decay when
+// due, then idle-list scavenging when due.
+void housekeeping(ThreadCache* cache) noexcept;
 
 // Byte offset of class `cls`'s free list inside a ThreadCache, and back.
 inline constexpr std::uintptr_t kListsOffset = 16;
@@ -131,7 +138,8 @@ inline void deallocate(void* block) noexcept {
   FreeList& list = list_at(cache, offset);
   static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
   list.head = block;
-  if (__builtin_expect(--list.room < 0, 0)) list_too_long(cache, class_of_offset(offset));
+  if (__builtin_expect(--list.room < 0, 0)) return list_too_long(cache, class_of_offset(offset));
+  if (__builtin_expect(--cache->frees_until_housekeeping < 0, 0)) housekeeping(cache);
 }
 
 // The owner tag of pages of a span `owner` owns (0 when no thread owns it).
@@ -150,8 +158,7 @@ void release_thread_cache(ThreadCache* cache) noexcept;
 // Returns the cached blocks of one class beyond `keep` to their spans.
 void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept;
 
-// Gives back half of every list idle for a decay period; runs the page
-// heap's decay when due. Called from slow paths.
+// Gives back half of every list idle for a decay period.
 void scavenge_if_due(ThreadCache* cache) noexcept;
 
 // Empties the calling thread's lists and outbox (strata_release_free_memory).
