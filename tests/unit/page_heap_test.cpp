@@ -15,7 +15,11 @@ namespace {
 // Each test gets a heap of its own (sharing the process's page map), primed
 // with one large free run so that consecutive allocations are neighbours.
 PageHeap& fresh_heap() {
-  auto* heap = new PageHeap();  // lives on: its pages stay mapped in the page map
+  // Static storage: a heap's pages stay registered in the process's page
+  // map, so a heap must outlive the test (and not look like a leak).
+  static PageHeap heaps[16];
+  static int used = 0;
+  PageHeap* heap = &heaps[used++];
   Span* run = heap->allocate(4096);
   EXPECT_NE(run, nullptr);
   heap->deallocate(run);
