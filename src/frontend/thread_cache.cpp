@@ -353,22 +353,9 @@ void release_thread_cache(ThreadCache* cache) noexcept {
     cache->lists[cls].room = 0;
   }
   cache->capacity_bytes = 0;
-  // Mail that arrived so far: blocks of our spans go home, the rest on.
-  void* block = cache->inbox.take_all();
-  while (block != nullptr) {
-    void* next = list_next(block);
-    Span* span = g_page_map.lookup(block);
-    if (span->owner.load(std::memory_order_relaxed) == cache) {
-      --cache->blocks_out[span->size_class];
-      if (return_block(span, block)) {
-        cache->full[span->size_class].remove(span);
-        cache->partial[span->size_class].push(span);
-      }
-    } else {
-      remote_free(cache, block, span);
-    }
-    block = next;
-  }
+  // Mail that arrived so far: with every limit at 0, blocks of our spans go
+  // back into their spans, the rest on to their owners.
+  drain_inbox(cache);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     while (Span* s = cache->full[cls].pop()) cache->partial[cls].push(s);
     g_central[cls].abandon(cache->partial[cls]);
