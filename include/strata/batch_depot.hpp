@@ -198,19 +198,11 @@ class batch_depot {
   // True if p is the start of a slot in one of this depot's chunks.
   bool owns(const void* p) const noexcept {
     std::lock_guard guard(lock_);
-    auto addr = reinterpret_cast<std::uintptr_t>(p);
-    for (chunk_header* c = chunks_; c != nullptr; c = c->next) {
-      auto begin = reinterpret_cast<std::uintptr_t>(c) + header_bytes();
-      auto end = reinterpret_cast<std::uintptr_t>(c) + chunk_bytes_;
-      if (addr >= begin && addr < end) return (addr - begin) % slot_size_ == 0;
-    }
-    return false;
+    return chunks_hold_slot(chunks_, header_bytes(), chunk_bytes_, slot_size_, p);
   }
 
  private:
-  struct chunk_header {
-    chunk_header* next;
-  };
+  using chunk_header = chunk_link;
 
   static constexpr std::size_t chunk_size(std::size_t wanted, std::size_t slot, std::size_t align,
                                           std::uint32_t batch) noexcept {

@@ -158,19 +158,11 @@ class magazine_depot {
 
   bool owns(const void* p) const noexcept {
     std::lock_guard guard(lock_);
-    auto addr = reinterpret_cast<std::uintptr_t>(p);
-    for (chunk_header* c = chunks_; c != nullptr; c = c->next) {
-      auto begin = reinterpret_cast<std::uintptr_t>(c) + header_bytes_;
-      auto end = reinterpret_cast<std::uintptr_t>(c) + chunk_bytes_;
-      if (addr >= begin && addr < end) return (addr - begin) % slot_size_ == 0;
-    }
-    return false;
+    return chunks_hold_slot(chunks_, header_bytes_, chunk_bytes_, slot_size_, p);
   }
 
  private:
-  struct chunk_header {
-    chunk_header* next;
-  };
+  using chunk_header = chunk_link;
 
   std::size_t magazine_bytes() const noexcept { return sizeof(magazine) + capacity_ * sizeof(void*); }
   std::size_t chunk_align() const noexcept { return slot_align_ < alignof(chunk_header) ? alignof(chunk_header) : slot_align_; }

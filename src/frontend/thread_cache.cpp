@@ -278,11 +278,7 @@ void deallocate_slow(void* block) noexcept {
   ThreadCache* cache = current_cache();
   if (cache != nullptr && span->owner.load(std::memory_order_relaxed) == cache) {
     ++cache->stats.frees_slow;
-    FreeList& list = cache->lists[span->size_class];
-    list_set_next(block, list.head);
-    list.head = block;
-    if (--list.room < 0) list_too_long(cache, span->size_class);
-    return;
+    return push_owned(cache, list_offset(span->size_class), block);
   }
   remote_free(cache, block, span);
 }

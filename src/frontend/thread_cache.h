@@ -127,6 +127,16 @@ inline void* allocate_at(std::uintptr_t offset) noexcept {
 
 inline void* allocate_small(std::size_t cls) noexcept { return allocate_at(list_offset(cls)); }
 
+// Pushes a block of a span `cache` owns on the list at `offset`; the list's
+// limit and the housekeeping countdown send it to the slow paths.
+inline void push_owned(ThreadCache* cache, std::uintptr_t offset, void* block) noexcept {
+  FreeList& list = list_at(cache, offset);
+  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
+  list.head = block;
+  if (__builtin_expect(--list.room < 0, 0)) return list_too_long(cache, class_of_offset(offset));
+  if (__builtin_expect(--cache->frees_until_housekeeping < 0, 0)) housekeeping(cache);
+}
+
 // Fast path of every free: a block of a span this thread owns. The page's
 // owner tag is (owning cache | list offset): XOR with our cache leaves the
 // offset when we own the span, and a value >= 2048 otherwise (another owner,
@@ -135,11 +145,7 @@ inline void deallocate(void* block) noexcept {
   ThreadCache* cache = t_cache;
   std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
   if (__builtin_expect(offset >= 2048, 0)) return deallocate_slow(block);
-  FreeList& list = list_at(cache, offset);
-  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
-  list.head = block;
-  if (__builtin_expect(--list.room < 0, 0)) return list_too_long(cache, class_of_offset(offset));
-  if (__builtin_expect(--cache->frees_until_housekeeping < 0, 0)) housekeeping(cache);
+  push_owned(cache, offset, block);
 }
 
 // The owner tag of pages of a span `owner` owns (0 when no thread owns it).
