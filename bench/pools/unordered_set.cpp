@@ -9,9 +9,14 @@
 // pool_resource, strata::pmr::synchronized_pool_resource.
 // Usage: pool_bench_unordered_set [--quick] [--reps N] [--len N] [--row NAME]
 // Every rep builds a new set; resources live across reps, so rep 0 is cold
-// and later reps are warm. The seed ran one row per process, cold: with
-// --row only that row runs, so its rep 0 is a true first use (runs of all
-// rows in one process share warm-up between rows of the same allocator).
+// and later reps are warm. The rows are interleaved and their order rotates
+// from one rep to the next, so no row always runs first (in a cold process)
+// or always after the same neighbour (whose data it finds in the caches).
+// The default 21 reps make the warm median robust on a shared machine; the
+// cold rep 0 is printed apart on stderr. The seed ran one row per process,
+// cold: with --row only that row runs, so its rep 0 is a true first use
+// (runs of all rows in one process share warm-up between rows of the same
+// allocator).
 #include <strata/pmr.hpp>
 #include <strata/pool_allocator.hpp>
 
@@ -20,6 +25,7 @@
 #include "bench_common.hpp"
 
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory_resource>
 #include <random>
@@ -31,6 +37,29 @@ struct phase_result {
   double cycles[3];
   double ns[3];
 };
+
+// One function per phase, never inlined nor merged with its twin (GCC's
+// identical code folding would fold phase_insert_again into phase_insert),
+// so that callgrind can count the instructions of each phase exactly, the
+// same way for every row:
+//   valgrind --tool=callgrind --toggle-collect='*phase_erase<*' pool_bench_unordered_set --row NAME --reps N
+#if defined(__clang__)
+#define STRATA_BENCH_PHASE [[gnu::noinline]]
+#else
+#define STRATA_BENCH_PHASE [[gnu::noipa]]
+#endif
+template <class Set>
+STRATA_BENCH_PHASE void phase_insert(Set& s, const std::vector<int>& nums) {
+  for (int n : nums) s.insert(n);
+}
+template <class Set>
+STRATA_BENCH_PHASE void phase_erase(Set& s, const std::vector<int>& nums) {
+  for (int n : nums) s.erase(n);
+}
+template <class Set>
+STRATA_BENCH_PHASE void phase_insert_again(Set& s, const std::vector<int>& nums) {
+  for (int n : nums) s.insert(n);
+}
 
 template <class Set>
 phase_result run_phases(Set& s, std::vector<int> nums, std::mt19937& engine) {
@@ -45,11 +74,11 @@ phase_result run_phases(Set& s, std::vector<int> nums, std::mt19937& engine) {
     r.cycles[phase] = static_cast<double>(t1 - t0) / len;
     r.ns[phase] = static_cast<double>(n1 - n0) / len;
   };
-  timed(0, [&] { for (int n : nums) s.insert(n); });
+  timed(0, [&] { phase_insert(s, nums); });
   std::shuffle(nums.begin(), nums.end(), engine);
-  timed(1, [&] { for (int n : nums) s.erase(n); });
+  timed(1, [&] { phase_erase(s, nums); });
   std::shuffle(nums.begin(), nums.end(), engine);
-  timed(2, [&] { for (int n : nums) s.insert(n); });
+  timed(2, [&] { phase_insert_again(s, nums); });
   bench::keep(s.size());
   return r;
 }
@@ -61,7 +90,7 @@ using pmr_set = std::pmr::unordered_set<int>;
 }  // namespace
 
 int main(int argc, char** argv) {
-  const long reps = bench::arg(argc, argv, "--reps", 7);
+  const long reps = bench::arg(argc, argv, "--reps", 21);
   const long len = bench::arg(argc, argv, "--len", 5000);
   const std::string only_row = bench::arg_str(argc, argv, "--row", "");
 
@@ -85,8 +114,10 @@ int main(int argc, char** argv) {
   const char* phases[] = {"insert", "erase", "insert_again"};
   std::map<std::string, std::vector<phase_result>> results;
 
+  constexpr std::size_t row_count = std::size(rows);
   for (long rep = 0; rep < reps; ++rep) {
-    for (const char* row : rows) {
+    for (std::size_t i = 0; i < row_count; ++i) {
+      const char* row = rows[(static_cast<std::size_t>(rep) + i) % row_count];
       if (!only_row.empty() && only_row != row) continue;
       std::mt19937 shuffle_engine = engine;  // same shuffles for every row
       phase_result r;

@@ -166,6 +166,26 @@ def encoding_cost(built, skipped):
     return md
 
 
+def pool_ratio_lines(table, rows):
+    """Seed 003's measure: each concurrent pool's time per alloc and per free
+    over the mutex pool's (medians of this run)."""
+    by_name = {r.name: r for r in rows}
+    mutex = by_name.get("strata::concurrent_pool<mutex>")
+    if mutex is None:
+        return []
+    out = ["| pool | alloc / mutex's | free / mutex's |", "|---|---|---|"]
+    for r in rows:
+        if r is mutex:
+            continue
+        ratios = []
+        for i in (0, 1):
+            a, m = r.cells[i], mutex.cells[i]
+            ratios.append(f"{a.median / m.median:.2f}" if a and m and m.median else "–")
+        out.append(f"| {r.name} | {ratios[0]} | {ratios[1]} |")
+    return ["Time per call relative to the mutex pool (1/4 = 0.25 is seed 003's ratio and issue 3's goal "
+            "for the lock-free pool):", ""] + out + [""]
+
+
 # Headline: the one figure per workload a reader compares first.
 HEADLINE = [("seed000_unordered_set", "set ops"), ("seed000_new_delete", "new/delete"),
             ("seed002_fixed", "100 B x 10k"), ("seed003_producer_consumer", "producer/consumer"),
@@ -253,6 +273,8 @@ def write(ctx, lines, table_defs):
                    "(AnonHugePages of /proc/self/smaps_rollup) and the peak resident set over the bytes "
                    "requested (VmHWM / live bytes: above 1.00 is allocator overhead).", ""]
         md += [workload_table(t, rows), ""]
+        if key == "seed003_pinned":
+            md += pool_ratio_lines(t, rows)
         if key in pictures:
             md += [f"![{t.title}]({pictures[key]})", ""]
 

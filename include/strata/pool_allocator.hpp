@@ -4,8 +4,11 @@
 //
 // allocate(1) — a container node — takes a slot from the pool of the node
 // type (per_type_pool.hpp: a per-thread cache over an immortal per-type
-// depot); any other count (bucket arrays, vector storage) goes to the
-// general allocator (strata_malloc).
+// depot, free lists threaded through the nodes: a container touches a node
+// right after allocating it and right before freeing it, so the link costs
+// no extra cache line); any other count (bucket arrays, vector storage)
+// goes to the general allocator (strata_malloc, the same engine path as
+// malloc).
 //
 // The allocator is stateless and all instances compare equal: memory from
 // one may be freed through any other, on any thread, at any time of the
@@ -59,7 +62,7 @@ class pool_allocator {
   // The per-type pool behind allocate(1) (for tests and statistics). A
   // template so that pool_allocator<T> can be named while T is incomplete.
   template <class U = T>
-  using pool = detail::per_type_pool<U, sizeof(U), alignof(U)>;
+  using pool = detail::per_type_pool<U, sizeof(U), alignof(U), detail::free_list_slots>;
 };
 
 template <class T, class U>

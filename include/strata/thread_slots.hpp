@@ -10,6 +10,10 @@
 // At most max_thread_slots threads hold a slot at once; the others (and
 // threads that are exiting) get no_thread_slot and use the pools' shared
 // tier directly.
+// Known limit: the slot goes back from a thread_local destructor, so a
+// thread whose first pool call comes after its thread_locals are gone (from
+// a pthread key destructor) never returns its slot; 256 such threads leave
+// every later thread without one (the shared tier: correct, but slower).
 #ifndef STRATA_THREAD_SLOTS_HPP
 #define STRATA_THREAD_SLOTS_HPP
 

@@ -374,24 +374,31 @@ void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept {
 
 namespace {
 constinit Mutex g_init_mutex;
-std::atomic<int> g_init_state{0};  // 0 none, 1 core ready, 2 hooks registered
+std::atomic<int> g_init_state{0};  // 0 none, 2 ready
+// Set while this thread initializes: pthread_key_create and pthread_atfork
+// may allocate and come back here, and must not wait for themselves.
+constinit thread_local bool t_initializing __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace
 
 void ensure_initialized() noexcept {
   if (__builtin_expect(g_init_state.load(std::memory_order_acquire) == 2, 1)) return;
+  if (t_initializing) return;  // nested call from the set-up below
   {
+    // Every other thread waits here until the set-up is complete: one that
+    // went on earlier would register its cache under g_exit_key before the
+    // key exists, i.e. under key 0, another library's key (ASan's), whose
+    // destructor then receives a ThreadCache* at thread exit.
     LockGuard guard(g_init_mutex);
-    if (g_init_state.load(std::memory_order_relaxed) != 0) return;
+    if (g_init_state.load(std::memory_order_relaxed) == 2) return;
+    t_initializing = true;
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
-    g_init_state.store(1, std::memory_order_release);
+    pthread_key_create(&g_exit_key, on_thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    g_init_state.store(2, std::memory_order_release);
+    t_initializing = false;
   }
-  // These may allocate (glibc's atfork list): the core is ready for that,
-  // and the state stays 1 so a nested call returns at once.
-  pthread_key_create(&g_exit_key, on_thread_exit);
-  pthread_atfork(fork_prepare, fork_parent, fork_child);
-  g_init_state.store(2, std::memory_order_release);
   start_background_thread_if_wanted();
 }
 

@@ -198,3 +198,54 @@ TEST(PoolAllocator, OverAlignedNodesAreAligned) {
   int i = 0;
   for (const CacheLine& c : l) ASSERT_EQ(c.value, i++);
 }
+
+TEST(PoolAllocator, NodesAreAlignedToTheirSizesLargestPowerOfTwo) {
+  // A 16-byte node must never straddle two cache lines: slots are aligned
+  // to the largest power of two dividing the slot size (up to 64).
+  auto check = [](auto tag, std::size_t expected_alignment) {
+    using T = decltype(tag);
+    alloc<T> a;
+    std::vector<T*> v;
+    for (int i = 0; i < 3000; ++i) {
+      v.push_back(a.allocate(1));
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(v.back()) % expected_alignment, 0u) << sizeof(T);
+    }
+    for (T* p : v) a.deallocate(p, 1);
+  };
+  check(std::array<char, 16>{}, 16);
+  check(std::array<char, 32>{}, 32);
+  check(std::array<char, 48>{}, 16);
+  check(std::array<char, 128>{}, 64);
+}
+
+TEST(PoolAllocator, InterleavedFreesAndAllocationsAcrossBatchBoundaries) {
+  // The thread cache is two free lists threaded through the nodes, traded
+  // with the depot a batch at a time. Allocate and free in an irregular
+  // pattern that crosses many batch boundaries; no node may be handed out
+  // twice, and every node keeps what was written into it.
+  using Node = std::array<std::uint64_t, 2>;
+  alloc<Node> a;
+  std::mt19937 engine(7);
+  std::vector<Node*> live;
+  std::set<Node*> handed_out;
+  for (int step = 0; step < 200000; ++step) {
+    const bool allocate = live.empty() || (engine() % 100) < (step % 20000 < 10000 ? 70u : 30u);
+    if (allocate) {
+      Node* p = a.allocate(1);
+      ASSERT_TRUE(handed_out.insert(p).second) << "node handed out twice";
+      (*p)[0] = reinterpret_cast<std::uintptr_t>(p);
+      (*p)[1] = ~reinterpret_cast<std::uintptr_t>(p);
+      live.push_back(p);
+    } else {
+      std::size_t i = engine() % live.size();
+      Node* p = live[i];
+      ASSERT_EQ((*p)[0], reinterpret_cast<std::uintptr_t>(p));
+      ASSERT_EQ((*p)[1], ~reinterpret_cast<std::uintptr_t>(p));
+      live[i] = live.back();
+      live.pop_back();
+      handed_out.erase(p);
+      a.deallocate(p, 1);
+    }
+  }
+  for (Node* p : live) a.deallocate(p, 1);
+}
