@@ -159,60 +159,36 @@ struct free_list_slots {
   }
   static void give_one(depot_type& depot, void* p) noexcept { depot.give_one(static_cast<free_node*>(p)); }
 
-  free_node* loaded = nullptr;
-  std::uint32_t room = 0;  // free places left in the batch of `loaded`
-  free_node* spare = nullptr;
+  // The batch bookkeeping (loaded + spare, trades with the depot) is
+  // batch_depot's magazine_cache; only the fast paths differ (the hint).
+  magazine_cache lists;
 
-  bool can_pop() const noexcept { return loaded != nullptr; }
+  bool can_pop() const noexcept { return lists.loaded != nullptr; }
   void* pop() noexcept {
-    free_node* n = loaded;
-    loaded = n->next;
-    ++room;
+    free_node* n = lists.loaded;
+    lists.loaded = n->next;
+    ++lists.room;
     __builtin_prefetch(n->next_batch);  // the hint: the node after `loaded`
     return n;
   }
-  bool can_push() const noexcept { return room != 0; }
+  bool can_push() const noexcept { return lists.room != 0; }
   void push(void* p) noexcept {
     auto* n = static_cast<free_node*>(p);
-    n->next = loaded;
-    n->next_batch = loaded != nullptr ? loaded->next : nullptr;  // loaded: a recent push or prefetched: usually in L1
-    loaded = n;
-    --room;
+    free_node* top = lists.loaded;
+    n->next = top;
+    n->next_batch = top != nullptr ? top->next : nullptr;  // top: a recent push or prefetched: usually in L1
+    lists.loaded = n;
+    --lists.room;
   }
 
   // Takes no memory: the lists start empty and fill from the depot.
-  void activate(depot_type& depot) noexcept { room = depot.batch_size(); }
-
+  void activate(depot_type& depot) noexcept { lists.room = depot.batch_size(); }
   // `loaded` is empty. Throws std::bad_alloc, leaving the cache as it was.
-  void* pop_refill(depot_type& depot) {
-    if (spare != nullptr) {
-      loaded = spare;
-      spare = nullptr;
-      room = 0;
-    } else {
-      node_chain chain = depot.take_batch();
-      loaded = chain.head;
-      room = depot.batch_size() - chain.count;
-    }
-    return pop();
-  }
-
-  // `loaded` holds a full batch: it becomes the spare, an older spare goes
-  // to the depot (O(1): a batch is a chain's head).
-  void push_spill(depot_type& depot, void* p) noexcept {
-    if (spare != nullptr) depot.give_batch(spare);
-    spare = loaded;
-    loaded = nullptr;
-    room = depot.batch_size();
-    push(p);
-  }
-
+  void* pop_refill(depot_type& depot) { return lists.pop_refill(depot); }
+  // `loaded` holds a full batch: it becomes the spare (an older spare goes to the depot).
+  void push_spill(depot_type& depot, void* p) noexcept { lists.push_spill(depot, p); }
   // Gives both lists back; the cache is left empty and without room.
-  void flush(depot_type& depot) noexcept {
-    if (spare != nullptr) depot.give_batch(spare);
-    if (loaded != nullptr) depot.give_chain({loaded, depot.batch_size() - room});
-    *this = free_list_slots{};
-  }
+  void flush(depot_type& depot) noexcept { lists.flush(depot); }
 };
 
 // Size and Alignment describe the objects; Tag makes the pool per type;
