@@ -10,10 +10,15 @@
 // At most max_thread_slots threads hold a slot at once; the others (and
 // threads that are exiting) get no_thread_slot and use the pools' shared
 // tier directly.
-// Known limit: the slot goes back from a thread_local destructor, so a
-// thread whose first pool call comes after its thread_locals are gone (from
-// a pthread key destructor) never returns its slot; 256 such threads leave
-// every later thread without one (the shared tier: correct, but slower).
+// The slot goes back from a pthread key destructor, not a thread_local
+// one: glibc runs thread_local destructors first and key destructors after
+// (repeating rounds while destructors set keys), so a thread keeps its slot
+// through all its thread_local destructors, and a thread whose first pool
+// call comes from another key's destructor still returns its slot (a
+// thread_local destructor registered that late would never run, and 256
+// such threads would leave every later thread without a slot). If no key
+// can be created (all PTHREAD_KEYS_MAX taken) a thread_local destructor
+// returns the slot instead.
 #ifndef STRATA_THREAD_SLOTS_HPP
 #define STRATA_THREAD_SLOTS_HPP
 
@@ -21,6 +26,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <pthread.h>
 
 namespace strata::detail {
 
@@ -52,19 +58,37 @@ inline constinit thread_slot_registry thread_slots{};
 // 0 = not asked yet; otherwise slot + 1, or no_thread_slot.
 inline constinit thread_local std::uint32_t thread_slot_plus_one = 0;
 
+inline void release_thread_slot(std::uint32_t slot) noexcept {
+  thread_slot_plus_one = no_thread_slot;  // exiting: no cache from now on
+  if (slot != no_thread_slot) thread_slots.release(slot);
+}
+
+// The key whose destructor returns a thread's slot (value: slot + 1).
+struct thread_slot_key {
+  pthread_key_t key;
+  bool created;
+  thread_slot_key() noexcept
+      : created(pthread_key_create(&key, [](void* value) noexcept {
+                  release_thread_slot(static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(value) - 1));
+                }) == 0) {}
+};
+
+// Fallback when no key could be created.
 struct thread_slot_owner {
   std::uint32_t slot;
-  ~thread_slot_owner() {
-    thread_slot_plus_one = no_thread_slot;  // exiting: no cache from now on
-    if (slot != no_thread_slot) thread_slots.release(slot);
-  }
+  ~thread_slot_owner() { release_thread_slot(slot); }
 };
 
 [[gnu::noinline]] inline std::uint32_t assign_thread_slot() noexcept {
   if (thread_slot_plus_one != 0) return thread_slot_plus_one == no_thread_slot ? no_thread_slot : thread_slot_plus_one - 1;
   std::uint32_t slot = thread_slots.acquire();
-  static thread_local thread_slot_owner owner{slot};
   thread_slot_plus_one = slot == no_thread_slot ? no_thread_slot : slot + 1;
+  if (slot == no_thread_slot) return slot;
+  static const thread_slot_key release_key;
+  if (!release_key.created ||
+      pthread_setspecific(release_key.key, reinterpret_cast<void*>(std::uintptr_t{slot} + 1)) != 0) {
+    static thread_local thread_slot_owner owner{slot};
+  }
   return slot;
 }
 

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -177,16 +178,16 @@ void claim_current_slot(slot_claims& claims, std::uint64_t me) {
 }
 
 // Frees its objects when the thread's thread_locals are destroyed, and
-// checks the rule of the hand-over: once a thread has returned its slot
-// (the next thread may already use the caches behind it), it has no slot.
+// checks the rule of the hand-over: the slot goes back from a pthread key
+// destructor, after every thread_local destructor, so each of them still
+// runs with the thread's slot (made before or after the first pool call).
 struct exit_time_objects {
   checked_pool* pool = nullptr;
-  bool after_slot_returned = false;
   std::vector<held> objects;
   ~exit_time_objects() {
     if (pool == nullptr) return;
-    const bool has_slot = strata::detail::current_thread_slot() < strata::detail::max_thread_slots;
-    if (has_slot == after_slot_returned) pool->exit_slot_errors.fetch_add(1);
+    if (strata::detail::current_thread_slot() >= strata::detail::max_thread_slots)
+      pool->exit_slot_errors.fetch_add(1);
     for (held h : objects) pool->give(h);
   }
 };
@@ -205,15 +206,12 @@ exit_time_objects& late_exit_objects() {
 // A short-lived thread: a few hundred operations, leaves objects in the
 // mailbox for others, frees some from thread_local destructors. mode 0:
 // nothing at exit; mode 1: a thread_local made before the thread's first pool
-// call (destroyed after its slot is returned: the shared path); mode 2: one
-// made after (destroyed while the slot is still the thread's).
+// call; mode 2: one made after (both destroyed while the slot is still the
+// thread's).
 void short_life(checked_pool& cp, mailbox& box, slot_claims& claims, std::uint64_t seed, int mode) {
   const std::uint64_t me = cp.next_holder.fetch_add(1);
   std::mt19937_64 rng(seed);
-  if (mode == 1) {
-    early_exit_objects().pool = &cp;
-    early_exit_objects().after_slot_returned = true;
-  }
+  if (mode == 1) early_exit_objects().pool = &cp;
   std::vector<held> mine;
   mine.push_back(cp.take(me, 0));
   claim_current_slot(claims, me);
@@ -351,6 +349,30 @@ TEST(ThreadCachedPoolChurn, SlotsPassFromExitedThreadsToNewOnesNeverToTwo) {
   EXPECT_EQ(claims.double_claims.load(), 0u) << "a thread slot was held by two live threads";
   EXPECT_EQ(cp.exit_slot_errors.load(), 0u) << "a thread kept (or lost) its slot at the wrong point of its exit";
   EXPECT_EQ(claims.threads_without_slot.load(), 0u) << "at most 7 threads live at once: each gets a slot";
+}
+
+// A thread whose first pool call comes from a pthread key destructor (after
+// its thread_locals are gone) must still return its slot: more such threads
+// than there are slots, one after another, and a thread after them still
+// gets one.
+TEST(ThreadCachedPoolChurn, FirstPoolCallFromAKeyDestructorStillReturnsTheSlot) {
+  static strata::thread_cached_pool* pool = nullptr;
+  strata::thread_cached_pool the_pool(64);
+  pool = &the_pool;
+  pthread_key_t key;
+  ASSERT_EQ(pthread_key_create(&key, [](void*) {
+              void* p = pool->allocate();
+              std::memset(p, 0x5a, 64);
+              pool->deallocate(p);
+            }),
+            0);
+  constexpr int threads = static_cast<int>(strata::detail::max_thread_slots) + 44;
+  for (int i = 0; i < threads; ++i)
+    std::thread([key] { ASSERT_EQ(pthread_setspecific(key, reinterpret_cast<void*>(1)), 0); }).join();
+  std::uint32_t slot = strata::detail::no_thread_slot;
+  std::thread([&] { slot = strata::detail::current_thread_slot(); }).join();
+  EXPECT_LT(slot, strata::detail::max_thread_slots) << "slots taken from key destructors were never returned";
+  pthread_key_delete(key);
 }
 
 TEST(ThreadCachedPoolChurn, PoolsDieAndAreRebornWhileTheirThreadsLiveOn) {
