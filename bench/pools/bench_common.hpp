@@ -1,28 +1,17 @@
-// Shared helpers of the pool benchmarks: cycle and wall clocks, the JSON
-// line format of bench/ (one object per line on stdout), argument parsing.
+// Shared helpers of the pool benchmarks: the JSON line format of bench/
+// (one object per line on stdout) with the row named by the program, and
+// argument parsing. Clocks and median come from bench/common/bench_util.hpp.
 #ifndef STRATA_BENCH_POOLS_COMMON_HPP
 #define STRATA_BENCH_POOLS_COMMON_HPP
 
-#include <x86intrin.h>
+#include "../common/bench_util.hpp"
 
-#include <algorithm>
-#include <chrono>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <vector>
 
 namespace bench {
-
-inline std::uint64_t cycles() noexcept { return __rdtsc(); }
-
-inline std::uint64_t now_ns() noexcept {
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-          .count());
-}
 
 // --name value (integer), else the default.
 inline long arg(int argc, char** argv, const char* name, long fallback) {
@@ -53,12 +42,6 @@ inline void emit(const char* workload, const std::string& allocator, const char*
   std::fflush(stdout);
 }
 
-inline double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // Keeps a value alive for the optimiser.
 template <class T>

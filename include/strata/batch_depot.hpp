@@ -20,6 +20,7 @@
 #define STRATA_BATCH_DEPOT_HPP
 
 #include <strata/general_memory.hpp>
+#include <strata/slot_chunks.hpp>
 #include <strata/spinlock.hpp>
 
 #include <cstddef>
@@ -73,8 +74,7 @@ class batch_depot {
         slot_align_(depot_slot_align(alignment)),
         batch_size_(batch_size_for(slot_size_) < max_batch ? batch_size_for(slot_size_)
                                                             : (max_batch == 0 ? 1 : max_batch)),
-        chunk_bytes_(chunk_size(chunk_bytes, slot_size_, slot_align_, batch_size_)),
-        upstream_(upstream) {}
+        chunks_(slot_size_, slot_align_, chunk_size(chunk_bytes, slot_size_, slot_align_, batch_size_), upstream) {}
 
   batch_depot(const batch_depot&) = delete;
   batch_depot& operator=(const batch_depot&) = delete;
@@ -82,7 +82,7 @@ class batch_depot {
   std::size_t slot_size() const noexcept { return slot_size_; }
   std::size_t slot_align() const noexcept { return slot_align_; }
   std::uint32_t batch_size() const noexcept { return batch_size_; }
-  std::pmr::memory_resource* upstream() const noexcept { return upstream_; }
+  std::pmr::memory_resource* upstream() const noexcept { return chunks_.upstream(); }
 
   // A chain of 1 to batch_size() free slots: a full batch if there is one,
   // else the loose slots (up to a batch), else fresh slots from a chunk.
@@ -178,80 +178,44 @@ class batch_depot {
   // Frees every chunk. Only when no slot is in use or cached anywhere.
   void release_all() noexcept {
     std::lock_guard guard(lock_);
-    while (chunks_ != nullptr) {
-      chunk_header* next = chunks_->next;
-      free_chunk(chunks_);
-      chunks_ = next;
-    }
+    chunks_.release_all();
     full_batches_ = loose_ = nullptr;
     loose_count_ = 0;
-    cursor_ = end_ = nullptr;
-    chunk_count_ = 0;
   }
 
   std::size_t chunk_count() const noexcept {
     std::lock_guard guard(lock_);
-    return chunk_count_;
+    return chunks_.chunk_count();
   }
-  std::size_t chunk_bytes() const noexcept { return chunk_bytes_; }
+  std::size_t chunk_bytes() const noexcept { return chunks_.chunk_bytes(); }
 
   // True if p is the start of a slot in one of this depot's chunks.
   bool owns(const void* p) const noexcept {
     std::lock_guard guard(lock_);
-    return chunks_hold_slot(chunks_, header_bytes(), chunk_bytes_, slot_size_, p);
+    return chunks_.holds_slot(p);
   }
 
  private:
-  using chunk_header = chunk_link;
-
+  // A chunk holds at least one batch.
   static constexpr std::size_t chunk_size(std::size_t wanted, std::size_t slot, std::size_t align,
                                           std::uint32_t batch) noexcept {
-    std::size_t header = round_up(sizeof(chunk_header), align);
-    std::size_t minimum = header + slot * batch;
+    std::size_t minimum = slot_chunks::header_bytes(align) + slot * batch;
     return wanted < minimum ? minimum : wanted;
   }
 
-  std::size_t header_bytes() const noexcept { return round_up(sizeof(chunk_header), slot_align_); }
-
   free_node* carve_locked() {
-    if (static_cast<std::size_t>(end_ - cursor_) < slot_size_) add_chunk_locked();
-    auto* n = reinterpret_cast<free_node*>(cursor_);
-    cursor_ += slot_size_;
-    return n;
-  }
-
-  void add_chunk_locked() {
-    std::size_t align = slot_align_ < alignof(chunk_header) ? alignof(chunk_header) : slot_align_;
-    void* memory = upstream_ != nullptr ? upstream_->allocate(chunk_bytes_, align)
-                                        : allocate_bytes(chunk_bytes_, align);
-    auto* header = ::new (memory) chunk_header{chunks_};
-    chunks_ = header;
-    ++chunk_count_;
-    cursor_ = static_cast<char*>(memory) + header_bytes();
-    end_ = cursor_ + (chunk_bytes_ - header_bytes()) / slot_size_ * slot_size_;
-  }
-
-  void free_chunk(chunk_header* c) noexcept {
-    std::size_t align = slot_align_ < alignof(chunk_header) ? alignof(chunk_header) : slot_align_;
-    if (upstream_ != nullptr)
-      upstream_->deallocate(c, chunk_bytes_, align);
-    else
-      deallocate_bytes(c, chunk_bytes_, align);
+    if (chunks_.fresh_slots() == 0) chunks_.add_chunk();
+    return reinterpret_cast<free_node*>(chunks_.take_fresh(1));
   }
 
   mutable spinlock lock_;
   std::size_t slot_size_;
   std::size_t slot_align_;
   std::uint32_t batch_size_;
-  std::size_t chunk_bytes_;
-  std::pmr::memory_resource* upstream_;
+  slot_chunks chunks_;
   free_node* full_batches_ = nullptr;
   free_node* loose_ = nullptr;
   std::size_t loose_count_ = 0;
-  char* cursor_ = nullptr;  // fresh slots of the newest chunk: [cursor_, end_)
-  char* end_ = nullptr;
-  chunk_header* chunks_ = nullptr;
-  std::size_t chunk_count_ = 0;
 };
 
 // A per-thread cache over a depot: two "magazines" of at most batch_size()

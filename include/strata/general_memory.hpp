@@ -23,24 +23,6 @@ constexpr bool general_malloc_suffices(std::size_t bytes, std::size_t alignment)
   return alignment <= 8 || (alignment <= general_alignment && bytes > 8);
 }
 
-// The header of a chunk in a depot's list of chunks.
-struct chunk_link {
-  chunk_link* next;
-};
-
-// True when `p` is a slot boundary inside one of the chunks listed from
-// `chunks` (slots start `header_bytes` into a chunk of `chunk_bytes`).
-inline bool chunks_hold_slot(const chunk_link* chunks, std::size_t header_bytes, std::size_t chunk_bytes,
-                             std::size_t slot_size, const void* p) noexcept {
-  auto addr = reinterpret_cast<std::uintptr_t>(p);
-  for (const chunk_link* c = chunks; c != nullptr; c = c->next) {
-    auto begin = reinterpret_cast<std::uintptr_t>(c) + header_bytes;
-    auto end = reinterpret_cast<std::uintptr_t>(c) + chunk_bytes;
-    if (addr >= begin && addr < end) return (addr - begin) % slot_size == 0;
-  }
-  return false;
-}
-
 // Returns a block or nullptr (never throws).
 inline void* try_allocate_bytes(std::size_t bytes, std::size_t alignment) noexcept {
   if (general_malloc_suffices(bytes, alignment)) return strata_malloc(bytes);

@@ -17,6 +17,7 @@
 #define STRATA_MAGAZINE_DEPOT_HPP
 
 #include <strata/general_memory.hpp>
+#include <strata/slot_chunks.hpp>
 #include <strata/spinlock.hpp>
 
 #include <cstddef>
@@ -38,12 +39,9 @@ class magazine_depot {
  public:
   constexpr magazine_depot(std::size_t object_size, std::size_t alignment, std::size_t chunk_bytes,
                            std::pmr::memory_resource* upstream, std::uint32_t capacity) noexcept
-      : slot_align_(alignment < alignof(void*) ? alignof(void*) : alignment),
-        slot_size_(round_up(object_size == 0 ? 1 : object_size, slot_align_)),
+      : slot_size_(round_up(object_size == 0 ? 1 : object_size, slot_align(alignment))),
         capacity_(capacity == 0 ? 1 : capacity),
-        header_bytes_(round_up(sizeof(chunk_header), slot_align_)),
-        chunk_bytes_(chunk_bytes < header_bytes_ + slot_size_ ? header_bytes_ + slot_size_ : chunk_bytes),
-        upstream_(upstream) {}
+        chunks_(slot_size_, slot_align(alignment), chunk_bytes, upstream) {}
 
   magazine_depot(const magazine_depot&) = delete;
   magazine_depot& operator=(const magazine_depot&) = delete;
@@ -138,44 +136,28 @@ class magazine_depot {
     std::lock_guard guard(lock_);
     while (all_ != nullptr) {
       magazine* next = all_->next_all;
-      free_block(all_, magazine_bytes(), alignof(magazine));
+      chunks_.free_block(all_, magazine_bytes(), alignof(magazine));
       all_ = next;
     }
-    while (chunks_ != nullptr) {
-      chunk_header* next = chunks_->next;
-      free_block(chunks_, chunk_bytes_, chunk_align());
-      chunks_ = next;
-    }
+    chunks_.release_all();
     full_ = empty_ = loose_ = nullptr;
-    cursor_ = end_ = nullptr;
-    chunk_count_ = 0;
   }
 
   std::size_t chunk_count() const noexcept {
     std::lock_guard guard(lock_);
-    return chunk_count_;
+    return chunks_.chunk_count();
   }
 
   bool owns(const void* p) const noexcept {
     std::lock_guard guard(lock_);
-    return chunks_hold_slot(chunks_, header_bytes_, chunk_bytes_, slot_size_, p);
+    return chunks_.holds_slot(p);
   }
 
  private:
-  using chunk_header = chunk_link;
-
+  static constexpr std::size_t slot_align(std::size_t alignment) noexcept {
+    return alignment < alignof(void*) ? alignof(void*) : alignment;
+  }
   std::size_t magazine_bytes() const noexcept { return sizeof(magazine) + capacity_ * sizeof(void*); }
-  std::size_t chunk_align() const noexcept { return slot_align_ < alignof(chunk_header) ? alignof(chunk_header) : slot_align_; }
-
-  void* get_block(std::size_t bytes, std::size_t align) {
-    return upstream_ != nullptr ? upstream_->allocate(bytes, align) : allocate_bytes(bytes, align);
-  }
-  void free_block(void* p, std::size_t bytes, std::size_t align) noexcept {
-    if (upstream_ != nullptr)
-      upstream_->deallocate(p, bytes, align);
-    else
-      deallocate_bytes(p, bytes, align);
-  }
 
   void give_one_locked(void* p) noexcept {
     if (loose_->count == capacity_) {
@@ -195,7 +177,7 @@ class magazine_depot {
   }
 
   magazine* new_magazine_locked() {
-    auto* m = ::new (get_block(magazine_bytes(), alignof(magazine))) magazine{nullptr, all_, 0};
+    auto* m = ::new (chunks_.get_block(magazine_bytes(), alignof(magazine))) magazine{nullptr, all_, 0};
     all_ = m;
     return m;
   }
@@ -219,49 +201,34 @@ class magazine_depot {
     // array; only the slots' addresses are written, never the slots.
     void** items = m->items();
     while (m->count < capacity_) {
-      if (cursor_ == end_) {
+      if (chunks_.fresh_slots() == 0) {
         try {
-          add_chunk_locked();
+          chunks_.add_chunk();
         } catch (...) {
           if (m->count == 0) throw;
           break;  // out of memory: hand out what there is
         }
       }
       const std::uint32_t wanted = capacity_ - m->count;
-      const auto available = static_cast<std::uint32_t>((end_ - cursor_) / static_cast<std::ptrdiff_t>(slot_size_));
+      const auto available = static_cast<std::uint32_t>(chunks_.fresh_slots());
       const std::uint32_t n = wanted < available ? wanted : available;
       // Make room at the bottom: items already there (an earlier chunk's
       // tail) move up so this chunk's slots come out after them.
       for (std::uint32_t i = m->count; i-- > 0;) items[i + n] = items[i];
-      for (std::uint32_t i = 0; i < n; ++i) items[n - 1 - i] = cursor_ + i * slot_size_;
-      cursor_ += n * slot_size_;
+      char* first = chunks_.take_fresh(n);
+      for (std::uint32_t i = 0; i < n; ++i) items[n - 1 - i] = first + i * slot_size_;
       m->count += n;
     }
   }
 
-  void add_chunk_locked() {
-    void* memory = get_block(chunk_bytes_, chunk_align());
-    chunks_ = ::new (memory) chunk_header{chunks_};
-    ++chunk_count_;
-    cursor_ = static_cast<char*>(memory) + header_bytes_;
-    end_ = cursor_ + (chunk_bytes_ - header_bytes_) / slot_size_ * slot_size_;
-  }
-
   mutable spinlock lock_;
-  std::size_t slot_align_;
   std::size_t slot_size_;
   std::uint32_t capacity_;
-  std::size_t header_bytes_;
-  std::size_t chunk_bytes_;
-  std::pmr::memory_resource* upstream_;
+  slot_chunks chunks_;  // the slots' memory, and the magazines' source
   magazine* full_ = nullptr;
   magazine* empty_ = nullptr;
   magazine* loose_ = nullptr;
   magazine* all_ = nullptr;
-  char* cursor_ = nullptr;  // untouched slots of the newest chunk: [cursor_, end_)
-  char* end_ = nullptr;
-  chunk_header* chunks_ = nullptr;
-  std::size_t chunk_count_ = 0;
 };
 
 }  // namespace strata::detail
