@@ -56,7 +56,12 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   ++cache->stats.remote_frees;
   Outbox& outbox = cache->outbox;
   OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
-  if (slot.destination != destination && !slot.chain.empty()) send_slot(cache, slot);
+  // A loop, not an if: sending to the central cache may forward blocks of
+  // spans adopted meanwhile, and those re-enter remote_free and may land in
+  // this very slot under their new owner. Labelling them with our
+  // destination would send them to a central cache of another class, which
+  // would then touch a span under the wrong lock.
+  while (slot.destination != destination && !slot.chain.empty()) send_slot(cache, slot);
   slot.destination = destination;
   slot.chain.push(block);
   ++outbox.pending_blocks[span->size_class];
