@@ -60,9 +60,9 @@ bool check_small_free(void* block, Span* span) noexcept {
   }
   // Blocks this thread freed and has not yet sent to their owner.
   for (const OutboxSlot& slot : cache->outbox.slots) {
-    void* b = slot.chain.head;
-    for (std::uint32_t i = 0; i < slot.chain.count; ++i, b = list_next(b))
-      if (b == block) report_and_abort(block, "double free", span->size_class);
+    if (slot.parcel == nullptr) continue;
+    for (std::uint32_t i = 0; i < slot.parcel->count; ++i)
+      if (slot.parcel->blocks[i] == block) report_and_abort(block, "double free", span->size_class);
   }
   return true;
 }

@@ -68,7 +68,8 @@ extern "C" void strata_stats(strata_stats_t* out) {
   out->large_in_use_bytes = saturating_sub(heap.in_use_bytes, heap.small_span_bytes);
   out->page_heap_free_bytes = heap.free_bytes - heap.decommitted_bytes;
   out->decommitted_bytes = heap.decommitted_bytes;
-  out->metadata_bytes = span_metadata_bytes() + thread_cache_metadata_bytes() + g_page_map.leaf_bytes();
+  out->metadata_bytes =
+      span_metadata_bytes() + thread_cache_metadata_bytes() + parcel_metadata_bytes() + g_page_map.leaf_bytes();
   out->threads = totals.threads;
   out->spans_in_use = heap.in_use_spans;
   out->free_spans = heap.free_spans;

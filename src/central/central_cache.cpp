@@ -84,31 +84,31 @@ void CentralCache::abandon(SpanList& spans) noexcept {
   while (Span* span = empty.pop()) g_page_heap.deallocate(span);
 }
 
-void CentralCache::receive(BlockChain chain, BlockChain& forward) noexcept {
+std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept {
   SpanList empty;
+  std::uint32_t forwarded = 0;
   {
     LockGuard guard(mutex_);
-    void* block = chain.head;
-    for (std::uint32_t i = 0; i < chain.count; ++i) {
-      void* next = list_next(block);
+    for (std::uint32_t i = 0; i < count; ++i) {
+      void* block = blocks[i];
       Span* span = g_page_map.lookup(block);
       if (span->owner.load(std::memory_order_acquire) != nullptr) {
-        forward.push(block);  // adopted since the sender looked: goes to the new owner
-      } else {
-        bool was_full = return_block(span, block);
-        --blocks_out_;
-        if (span->allocated == 0) {
-          if (span->in_list) partial_.remove(span);
-          --spans_;
-          empty.push(span);
-        } else if (was_full) {
-          partial_.push(span);
-        }
+        blocks[forwarded++] = block;  // adopted since the sender looked: goes to the new owner
+        continue;
       }
-      block = next;
+      bool was_full = return_block(span, block);
+      --blocks_out_;
+      if (span->allocated == 0) {
+        if (span->in_list) partial_.remove(span);
+        --spans_;
+        empty.push(span);
+      } else if (was_full) {
+        partial_.push(span);
+      }
     }
   }
   while (Span* span = empty.pop()) g_page_heap.deallocate(span);
+  return forwarded;
 }
 
 void* CentralCache::allocate_one(std::size_t cls) noexcept {

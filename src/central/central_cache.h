@@ -42,9 +42,10 @@ class CentralCache {
   // when it has no block out).
   void abandon(SpanList& spans) noexcept;
 
-  // Frees a chain of blocks of this class. Blocks whose span was adopted
-  // meanwhile are returned in `forward` for the caller to send on.
-  void receive(BlockChain chain, BlockChain& forward) noexcept;
+  // Frees `blocks[0, count)`, blocks of this class. Blocks whose span was
+  // adopted meanwhile are moved to the front of the array for the caller to
+  // send on; returns how many.
+  std::uint32_t receive(void** blocks, std::uint32_t count) noexcept;
 
   // One block for a thread that has no cache (during its own exit).
   void* allocate_one(std::size_t cls) noexcept;

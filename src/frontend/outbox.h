@@ -1,14 +1,15 @@
 // A thread's outbox: blocks it freed that belong to other owners, gathered
-// per destination so that each destination receives them in batches, with
-// one atomic operation (thread) or one lock acquisition (central cache) per
-// batch. Direct-mapped by destination; a collision sends the older batch.
+// per destination in parcels (frontend/parcel.h), so that each destination
+// receives them in batches, with one atomic operation (thread) or one lock
+// acquisition (central cache) per parcel. Direct-mapped by destination; a
+// collision sends the older parcel.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/free_list.h"
 #include "core/size_classes.h"
+#include "frontend/parcel.h"
 
 namespace strata::detail {
 
@@ -19,17 +20,18 @@ using Destination = std::uintptr_t;
 inline Destination central_destination(std::size_t cls) noexcept { return (cls << 1) | 1; }
 inline bool is_central(Destination d) noexcept { return (d & 1) != 0; }
 
+// A slot holds a parcel only while the parcel holds blocks.
 struct OutboxSlot {
   Destination destination = 0;
-  BlockChain chain;
+  Parcel* parcel = nullptr;
   std::size_t bytes = 0;
 };
 
 struct Outbox {
   static constexpr std::size_t kSlots = 32;
-  // A batch leaves when it reaches either bound; the total bound caps what a
-  // thread may hold back from the rest of the process.
-  static constexpr std::uint32_t kBatchBlocks = 64;
+  // A parcel leaves when it is full or holds kBatchBytes; the total bound
+  // caps what a thread may hold back from the rest of the process.
+  static constexpr std::uint32_t kBatchBlocks = Parcel::kCapacity;
   static constexpr std::size_t kBatchBytes = std::size_t{256} << 10;
   static constexpr std::size_t kTotalBytes = std::size_t{1} << 20;
 

@@ -2,6 +2,7 @@
 
 #include "central/central_cache.h"
 #include "core/page_map.h"
+#include "frontend/parcel.h"
 #include "frontend/thread_cache.h"
 
 namespace strata::detail {
@@ -14,61 +15,78 @@ Destination destination_of(Span* span) noexcept {
                           : central_destination(span->size_class);
 }
 
+ThreadCache* thread_of(Destination destination) noexcept {
+  return reinterpret_cast<ThreadCache*>(destination);
+}
+
+// Sends on the blocks a central cache gave back (their spans were adopted
+// after the sender looked): `blocks[0, count)`.
+void forward(ThreadCache* cache, void* const* blocks, std::uint32_t count) noexcept {
+  for (std::uint32_t i = 0; i < count; ++i) remote_free(cache, blocks[i], g_page_map.lookup(blocks[i]));
+}
+
 void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
-  BlockChain chain = slot.chain;
-  void* block = chain.head;
-  for (std::uint32_t i = 0; i < chain.count; ++i, block = list_next(block))
-    --cache->outbox.pending_blocks[g_page_map.lookup(block)->size_class];
+  Parcel* parcel = slot.parcel;
+  for (std::uint32_t i = 0; i < parcel->count; ++i) --cache->outbox.pending_blocks[parcel->classes[i]];
   cache->outbox.pending_bytes -= slot.bytes;
-  slot.chain = BlockChain{};
+  slot.parcel = nullptr;
   slot.bytes = 0;
-  deliver(cache, slot.destination, chain);
+  deliver(cache, slot.destination, parcel);
+}
+
+// One block on its own: for a thread without a cache, or without memory
+// for a parcel.
+void deliver_block(ThreadCache* cache, Destination destination, void* block) noexcept {
+  if (!is_central(destination)) {
+    thread_of(destination)->inbox.push_block(block);
+    if (cache) ++cache->stats.batches_sent;
+    return;
+  }
+  void* one[1] = {block};
+  forward(cache, one, g_central[destination >> 1].receive(one, 1));
 }
 
 }  // namespace
 
-void deliver(ThreadCache* cache, Destination destination, BlockChain chain) noexcept {
-  if (chain.empty()) return;
+void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexcept {
   if (!is_central(destination)) {
-    reinterpret_cast<ThreadCache*>(destination)->inbox.push_chain(chain.head, chain.tail);
+    thread_of(destination)->inbox.push_parcel(parcel);
     if (cache) ++cache->stats.batches_sent;
     return;
   }
-  BlockChain forward;
-  g_central[destination >> 1].receive(chain, forward);
-  // Spans adopted by a thread between our look and the central lock.
-  void* block = forward.head;
-  for (std::uint32_t i = 0; i < forward.count; ++i) {
-    void* next = list_next(block);
-    remote_free(cache, block, g_page_map.lookup(block));
-    block = next;
-  }
+  std::uint32_t forwarded = g_central[destination >> 1].receive(parcel->blocks, parcel->count);
+  forward(cache, parcel->blocks, forwarded);
+  release_parcel(cache, parcel);
 }
 
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   Destination destination = destination_of(span);
-  if (cache == nullptr) {
-    BlockChain one;
-    one.push(block);
-    deliver(nullptr, destination, one);
-    return;
-  }
+  if (cache == nullptr) return deliver_block(nullptr, destination, block);
   ++cache->stats.remote_frees;
   Outbox& outbox = cache->outbox;
   OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
   // A loop, not an if: sending to the central cache may forward blocks of
   // spans adopted meanwhile, and those re-enter remote_free and may land in
-  // this very slot under their new owner. Labelling them with our
-  // destination would send them to a central cache of another class, which
-  // would then touch a span under the wrong lock.
-  while (slot.destination != destination && !slot.chain.empty()) send_slot(cache, slot);
-  slot.destination = destination;
-  slot.chain.push(block);
-  ++outbox.pending_blocks[span->size_class];
-  std::size_t size = class_size(span->size_class);
+  // this very slot under their new owner. Putting them under our destination
+  // would send them to a central cache of another class, which would then
+  // touch a span under the wrong lock.
+  while (slot.parcel != nullptr && slot.destination != destination) send_slot(cache, slot);
+  if (slot.parcel == nullptr) {
+    Parcel* parcel = acquire_parcel(cache);
+    if (parcel == nullptr) return deliver_block(cache, destination, block);
+    slot.parcel = parcel;
+    slot.destination = destination;
+  }
+  Parcel& parcel = *slot.parcel;
+  std::size_t cls = span->size_class;
+  parcel.classes[parcel.count] = static_cast<std::uint8_t>(cls);
+  parcel.blocks[parcel.count] = block;
+  ++parcel.count;
+  ++outbox.pending_blocks[cls];
+  std::size_t size = class_size(cls);
   slot.bytes += size;
   outbox.pending_bytes += size;
-  if (slot.chain.count >= Outbox::kBatchBlocks || slot.bytes >= Outbox::kBatchBytes)
+  if (parcel.count == Parcel::kCapacity || slot.bytes >= Outbox::kBatchBytes)
     send_slot(cache, slot);
   else if (outbox.pending_bytes >= Outbox::kTotalBytes)
     flush_outbox(cache);
@@ -76,7 +94,7 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
 
 void flush_outbox(ThreadCache* cache) noexcept {
   for (OutboxSlot& slot : cache->outbox.slots)
-    if (!slot.chain.empty()) send_slot(cache, slot);
+    if (slot.parcel != nullptr) send_slot(cache, slot);
 }
 
 }  // namespace strata::detail

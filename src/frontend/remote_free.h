@@ -1,15 +1,16 @@
 // Frees of blocks a thread does not own: the cross-thread free design.
 //
 // A block freed by a thread that does not own its span is added to the
-// freeing thread's outbox, in the batch for the span's owner. A batch leaves
-// when it holds 64 blocks or 256 KiB, when its slot is needed for another
-// destination, when the outbox holds 1 MiB, or when the thread reaches a slow
-// allocation path or exits. Leaving costs one CAS on the owner's inbox (or
-// one lock acquisition for a span the central cache owns). The owner drains
-// its inbox with one exchange whenever one of its free lists runs empty.
+// freeing thread's outbox, in the parcel for the span's owner (an array of
+// pointers: the block itself is not written). A parcel leaves when it holds
+// 64 blocks or 256 KiB, when its slot is needed for another destination,
+// when the outbox holds 1 MiB, or when the thread reaches a slow allocation
+// path or exits. Leaving costs one CAS on the owner's inbox (or one lock
+// acquisition for a span the central cache owns). The owner drains its inbox
+// with one exchange whenever one of its free lists runs empty.
 //
 // Neither side ever touches a span it does not own, so same-thread frees
-// need no atomics and remote frees cost one atomic per batch.
+// need no atomics and remote frees cost one atomic per parcel.
 #pragma once
 
 #include "core/span.h"
@@ -24,7 +25,8 @@ class ThreadCache;
 // block is then delivered at once).
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 
-// Delivers a chain to a destination right away.
-void deliver(ThreadCache* cache, Destination destination, BlockChain chain) noexcept;
+// Delivers a parcel to a destination right away; the parcel then belongs
+// to the destination (a thread) or goes back to `cache`'s spares (central).
+void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexcept;
 
 }  // namespace strata::detail

@@ -144,31 +144,51 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
 
 }  // namespace
 
+namespace {
+
+// One block of the inbox. Its page's owner tag says, without touching the
+// span, whether we still own the span and which list the block joins (as on
+// the free fast path); the sender may have looked before the span changed
+// hands.
+void receive_block(ThreadCache* cache, void* block) noexcept {
+  ++cache->stats.remote_received;
+  std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
+  if (offset >= 2048) return remote_free(cache, block, g_page_map.lookup(block));
+  if (g_options.check) check_small_free(block, g_page_map.lookup(block));  // freed twice by other threads?
+  FreeList& list = list_at(cache, offset);
+  if (list.room > 0) {
+    static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
+    list.head = block;
+    --list.room;
+    return;
+  }
+  std::size_t cls = class_of_offset(offset);
+  Span* span = g_page_map.lookup(block);
+  --cache->blocks_out[cls];
+  if (return_block(span, block)) {
+    cache->full[cls].remove(span);
+    cache->partial[cls].push(span);
+  }
+}
+
+}  // namespace
+
 void drain_inbox(ThreadCache* cache) noexcept {
-  void* block = cache->inbox.take_all();
-  while (block != nullptr) {
-    void* next = list_next(block);
-    ++cache->stats.remote_received;
-    Span* span = g_page_map.lookup(block);
-    if (span->owner.load(std::memory_order_relaxed) == cache) {
-      std::size_t cls = span->size_class;
-      if (g_options.check) check_small_free(block, span);  // freed twice by other threads?
-      FreeList& list = cache->lists[cls];
-      if (list.room > 0) {
-        list_set_next(block, list.head);
-        list.head = block;
-        --list.room;
-      } else {
-        --cache->blocks_out[cls];
-        if (return_block(span, block)) {
-          cache->full[cls].remove(span);
-          cache->partial[cls].push(span);
-        }
-      }
+  InboxItem item = cache->inbox.take_all();
+  while (item != 0) {
+    InboxItem next = item_next(item);
+    if (item_is_block(item)) {
+      receive_block(cache, item_block(item));
     } else {
-      remote_free(cache, block, span);  // owner changed after the sender looked
+      Parcel* parcel = item_parcel(item);
+      for (std::uint32_t i = 0; i < parcel->count; ++i) {
+        // The blocks are cold: ask for a few lines ahead, for writing.
+        if (i + 4 < parcel->count) __builtin_prefetch(parcel->blocks[i + 4], 1);
+        receive_block(cache, parcel->blocks[i]);
+      }
+      release_parcel(cache, parcel);
     }
-    block = next;
+    item = next;
   }
 }
 
@@ -361,6 +381,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   // the next thread that takes this cache over.
   drain_inbox(cache);
   flush_outbox(cache);
+  release_spare_parcels(cache);
 }
 
 std::size_t thread_cache_metadata_bytes() noexcept { return g_cache_pool.raw().mapped_bytes(); }
@@ -408,11 +429,13 @@ void fork_prepare() noexcept {
   for (CentralCache& central : g_central) central.mutex().lock();
   g_page_heap.mutex().lock();
   span_pool_mutex().lock();
+  parcel_pool_mutex().lock();
   g_cache_pool.raw().mutex().lock();
 }
 
 void fork_parent() noexcept {
   g_cache_pool.raw().mutex().unlock();
+  parcel_pool_mutex().unlock();
   span_pool_mutex().unlock();
   g_page_heap.mutex().unlock();
   for (CentralCache& central : g_central) central.mutex().unlock();
@@ -422,6 +445,7 @@ void fork_parent() noexcept {
 
 void fork_child() noexcept {
   g_cache_pool.raw().mutex().reset_after_fork();
+  parcel_pool_mutex().reset_after_fork();
   span_pool_mutex().reset_after_fork();
   g_page_heap.mutex().reset_after_fork();
   for (CentralCache& central : g_central) central.mutex().reset_after_fork();

@@ -72,6 +72,8 @@ class alignas(2048) ThreadCache {
   SpanList partial[kNumClasses];  // owned spans with free blocks
   SpanList full[kNumClasses];     // owned spans without
   Outbox outbox;
+  Parcel* spare_parcels = nullptr;  // drained parcels kept for our own next batches
+  std::uint32_t spare_parcel_count = 0;
   std::size_t capacity_bytes = 0;  // sum of max_length * size over classes
   std::size_t max_bytes = 0;
   // Idle scavenging: lists with no slow path in a whole decay period give
@@ -173,7 +175,8 @@ void flush_thread_cache(ThreadCache* cache) noexcept;
 // Sends the outbox's batches now.
 void flush_outbox(ThreadCache* cache) noexcept;
 
-// Drains the inbox into the free lists.
+// Drains the inbox into the free lists (blocks of spans we no longer own
+// are sent on).
 void drain_inbox(ThreadCache* cache) noexcept;
 
 // Bytes mapped for ThreadCache objects.

@@ -73,19 +73,24 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
     set_owner(span_a, adopter);           // ...which T adopts before it arrives
     remote_free(cache, block_c, span_c);  // needs the slot: A's batch leaves, block_a is forwarded
     for (const OutboxSlot& slot : cache->outbox.slots) {
-      void* block = slot.chain.head;
-      for (std::uint32_t i = 0; i < slot.chain.count; ++i, block = list_next(block))
-        EXPECT_EQ(expected_destination(block), slot.destination)
-            << "a block of class " << unsigned{g_page_map.lookup(block)->size_class}
+      if (slot.parcel == nullptr) continue;
+      for (std::uint32_t i = 0; i < slot.parcel->count; ++i)
+        EXPECT_EQ(expected_destination(slot.parcel->blocks[i]), slot.destination)
+            << "a block of class " << unsigned{g_page_map.lookup(slot.parcel->blocks[i])->size_class}
             << " rides in a batch for another destination";
     }
     flush_outbox(cache);
   }).join();
 
   // The forwarded block reached T's inbox; give it back to the central cache.
-  void* mail = adopter->inbox.take_all();
-  ASSERT_EQ(mail, block_a);
-  EXPECT_EQ(list_next(mail), nullptr);
+  InboxItem mail = adopter->inbox.take_all();
+  ASSERT_NE(mail, 0u);
+  ASSERT_FALSE(item_is_block(mail));
+  Parcel* parcel = item_parcel(mail);
+  EXPECT_EQ(parcel->next, 0u) << "one parcel";
+  ASSERT_EQ(parcel->count, 1u);
+  EXPECT_EQ(parcel->blocks[0], block_a);
+  release_parcel(nullptr, parcel);
   set_owner(span_a, nullptr);
   strata_free(block_a);
   strata_release_free_memory();
