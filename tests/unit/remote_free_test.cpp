@@ -2,6 +2,7 @@
 // one batch forwards blocks back into the outbox.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -93,5 +94,56 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
   release_parcel(nullptr, parcel);
   set_owner(span_a, nullptr);
   strata_free(block_a);
+  strata_release_free_memory();
+}
+
+// Both kinds of inbox item reach the owner's list: parcels (from a thread's
+// outbox) and single blocks (from a thread without a cache). Drained parcels
+// become the owner's spares, up to a bound.
+TEST(RemoteFree, ParcelsAndSingleBlocksReachTheOwnersList) {
+  const std::size_t cls = size_to_class(2000);
+  constexpr int kBlocks = 200;  // three full parcels and a partial one
+  auto owner = std::make_unique<ThreadCache>();
+  owner->lists[cls].max_length = 1000;
+  owner->lists[cls].room = 1000;
+
+  std::vector<void*> blocks;
+  std::thread([&] {
+    for (int i = 0; i < kBlocks + 1; ++i) blocks.push_back(strata_malloc(2000));
+  }).join();
+  owner->key = g_list_key;  // set by the first malloc of the process
+  // The allocating thread exited: its spans are unowned. Hand them to `owner`.
+  std::vector<Span*> spans;
+  for (void* b : blocks) {
+    Span* span = g_page_map.lookup(b);
+    if (span->owner.load() != owner.get()) {
+      set_owner(span, owner.get());
+      spans.push_back(span);
+    }
+  }
+
+  std::thread([&] {
+    strata_free(strata_malloc(8));
+    ThreadCache* cache = current_cache();
+    for (int i = 0; i < kBlocks; ++i) strata_free(blocks[i]);
+    flush_outbox(cache);
+  }).join();
+  remote_free(nullptr, blocks[kBlocks], g_page_map.lookup(blocks[kBlocks]));  // a thread without a cache
+
+  drain_inbox(owner.get());
+  EXPECT_EQ(owner->stats.remote_received, std::uint64_t{kBlocks} + 1);
+  EXPECT_EQ(owner->lists[cls].length(), std::uint32_t{kBlocks} + 1);
+  EXPECT_GE(owner->spare_parcel_count, 3u);
+  EXPECT_LE(owner->spare_parcel_count, Parcel::kMaxSpares);
+  std::vector<void*> listed;
+  for (void* b = owner->lists[cls].head; b != nullptr; b = list_next(b)) listed.push_back(b);
+  std::sort(listed.begin(), listed.end());
+  std::sort(blocks.begin(), blocks.end());
+  EXPECT_EQ(listed, blocks) << "every block arrived exactly once";
+
+  // Give everything back: the spans to the central cache, the blocks freed.
+  for (Span* span : spans) set_owner(span, nullptr);
+  for (void* b : blocks) strata_free(b);
+  release_spare_parcels(owner.get());
   strata_release_free_memory();
 }
