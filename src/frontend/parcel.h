@@ -23,7 +23,7 @@ class ThreadCache;
 
 struct Parcel {
   static constexpr std::uint32_t kCapacity = 64;
-  static constexpr std::uint32_t kMaxSpares = 32;
+  static constexpr std::uint32_t kMaxSpares = 16;  // 10 KiB per thread at most
 
   Parcel() noexcept {}  // the arrays need no zeroing
 
