@@ -14,9 +14,11 @@
 // the policy's synchronisation.
 //
 // Slot layout: the locked policies overlay the free-list link on the
-// object's storage (no overhead). The lock-free policy keeps the link in a
-// word of its own before the object, because a concurrent pop may read the
-// link of a slot another thread has just been given (see tagged_stack.hpp).
+// object's storage (no overhead). The lock-free policy keeps each slot's
+// link in a word of its own, in an array at the start of the chunk, because
+// a concurrent pop may read the link of a slot another thread has just been
+// given (see tagged_stack.hpp), and so that frees and allocations never
+// touch the objects' memory (lock_free_list below).
 #ifndef STRATA_CONCURRENT_POOL_HPP
 #define STRATA_CONCURRENT_POOL_HPP
 
@@ -40,11 +42,24 @@ struct lock_free_policy {};
 
 namespace detail {
 
+// Where a chunk keeps what: [header | cells: cell_bytes per slot | slots |
+// checking-mode state bytes]. Chunks are `span` bytes aligned to `span`, so
+// any address inside one finds the chunk's start by masking.
+struct chunk_geometry {
+  std::size_t span = 0;          // power of two
+  std::size_t cells_offset = 0;
+  std::size_t slots_offset = 0;
+  std::size_t slot_size = 0;
+};
+
 // A free list under a lock; the link overlays the object.
 template <class Lock>
 class locked_free_list {
  public:
-  static constexpr std::size_t link_bytes = 0;  // link inside the object
+  static constexpr std::size_t cell_bytes = 0;  // link inside the object
+
+  void set_geometry(const chunk_geometry&) noexcept {}
+  void init_cells(char*, std::size_t) noexcept {}
 
   void* pop() noexcept {
     std::lock_guard guard(lock_);
@@ -76,25 +91,60 @@ class locked_free_list {
   link* head_ = nullptr;
 };
 
-// The lock-free list; the slot's first word is the link, the object follows.
+// The lock-free list. Its nodes are not the slots but *cells*: one link
+// word per slot in an array at the start of the slot's chunk. So a free
+// writes only the cell, never the object's memory, and an allocation reads
+// only the cell: in seed 003's producer/consumer the object's cache line
+// stays with the thread that uses it, and 8 consecutive slots share one
+// line of links, where a link inside each object cost one line transfer
+// per allocation. Slot <-> cell is a mask, a subtraction and a multiply.
 class lock_free_list {
  public:
-  static constexpr std::size_t link_bytes = sizeof(tagged_node);
+  static constexpr std::size_t cell_bytes = sizeof(tagged_node);
 
-  void* pop() noexcept { return stack_.pop(); }
-  void push(void* slot) noexcept { stack_.push(static_cast<tagged_node*>(slot)); }
-  void push_run(char* first, std::size_t stride, std::size_t count) noexcept {
-    for (std::size_t i = 0; i < count; ++i)
-      ::new (first + i * stride) tagged_node{};
-    for (std::size_t i = 0; i + 1 < count; ++i)
-      reinterpret_cast<tagged_node*>(first + i * stride)
-          ->next.store(reinterpret_cast<tagged_node*>(first + (i + 1) * stride), std::memory_order_relaxed);
-    stack_.push_chain(reinterpret_cast<tagged_node*>(first),
-                      reinterpret_cast<tagged_node*>(first + (count - 1) * stride));
+  void set_geometry(const chunk_geometry& g) noexcept {
+    g_ = g;
+    // ceil(2^64 / slot_size): (offset * it) >> 64 is offset / slot_size,
+    // exactly, for every offset that is a multiple of slot_size (< 2^32).
+    reciprocal_ = ~std::uint64_t{0} / g.slot_size + 1;
+  }
+
+  // Constructs the cells of a fresh chunk's `count` slots.
+  void init_cells(char* chunk, std::size_t count) noexcept {
+    auto* cells = reinterpret_cast<tagged_node*>(chunk + g_.cells_offset);
+    for (std::size_t i = 0; i < count; ++i) ::new (cells + i) tagged_node{};
+  }
+
+  void* pop() noexcept {
+    tagged_node* cell = stack_.pop();
+    return cell != nullptr ? slot_of(cell) : nullptr;
+  }
+  void push(void* slot) noexcept { stack_.push(cell_of(slot)); }
+  void push_run(char* first, std::size_t /*stride*/, std::size_t count) noexcept {
+    tagged_node* cells = cell_of(first);
+    for (std::size_t i = 0; i + 1 < count; ++i) cells[i].next.store(cells + i + 1, std::memory_order_relaxed);
+    stack_.push_chain(cells, cells + count - 1);
   }
 
  private:
-  tagged_stack stack_;
+  std::uintptr_t chunk_of(const void* p) const noexcept {
+    return reinterpret_cast<std::uintptr_t>(p) & ~(g_.span - 1);
+  }
+  tagged_node* cell_of(void* slot) const noexcept {
+    std::uintptr_t chunk = chunk_of(slot);
+    std::uint64_t offset = reinterpret_cast<std::uintptr_t>(slot) - chunk - g_.slots_offset;
+    auto index = static_cast<std::size_t>((static_cast<unsigned __int128>(offset) * reciprocal_) >> 64);
+    return reinterpret_cast<tagged_node*>(chunk + g_.cells_offset) + index;
+  }
+  void* slot_of(tagged_node* cell) const noexcept {
+    std::uintptr_t chunk = chunk_of(cell);
+    std::size_t index = (reinterpret_cast<std::uintptr_t>(cell) - chunk - g_.cells_offset) / sizeof(tagged_node);
+    return reinterpret_cast<void*>(chunk + g_.slots_offset + index * g_.slot_size);
+  }
+
+  tagged_stack stack_;  // first: the line every operation writes
+  chunk_geometry g_;
+  std::uint64_t reciprocal_ = 0;
 };
 
 template <class Policy> struct free_list_for;
@@ -115,11 +165,15 @@ class concurrent_pool {
   explicit concurrent_pool(std::size_t object_size, std::size_t alignment = alignof(std::max_align_t),
                            std::size_t chunk_bytes = 64 * 1024)
       : align_(alignment < alignof(void*) ? alignof(void*) : alignment),
-        object_offset_(detail::round_up(free_list::link_bytes, align_)),
-        slot_size_(detail::round_up(object_offset_ + (object_size < sizeof(void*) ? sizeof(void*) : object_size), align_)),
-        header_bytes_(detail::round_up(sizeof(chunk_header), align_)),
-        slots_per_chunk_(chunk_bytes > header_bytes_ + slot_size_ ? (chunk_bytes - header_bytes_) / slot_size_ : 1),
-        chunk_bytes_(header_bytes_ + slots_per_chunk_ * slot_size_ + (detail::pool_checks_enabled ? slots_per_chunk_ : 0)) {}
+        slot_size_(detail::round_up(object_size < sizeof(void*) ? sizeof(void*) : object_size, align_)),
+        cells_offset_(detail::round_up(sizeof(chunk_header), 64)),
+        slots_per_chunk_(slots_for(chunk_bytes)),
+        slots_offset_(detail::round_up(cells_offset_ + slots_per_chunk_ * free_list::cell_bytes,
+                                       align_ < 64 ? 64 : align_)),
+        chunk_bytes_(slots_offset_ + slots_per_chunk_ * slot_size_ + (detail::pool_checks_enabled ? slots_per_chunk_ : 0)),
+        chunk_align_(chunk_alignment()) {
+    free_.set_geometry({chunk_align_, cells_offset_, slots_offset_, slot_size_});
+  }
 
   concurrent_pool(const concurrent_pool&) = delete;
   concurrent_pool& operator=(const concurrent_pool&) = delete;
@@ -129,7 +183,7 @@ class concurrent_pool {
     chunk_header* c = chunks_.load(std::memory_order_acquire);
     while (c != nullptr) {
       chunk_header* next = c->next;
-      detail::deallocate_bytes(c, chunk_bytes_, chunk_align());
+      detail::deallocate_bytes(c, chunk_bytes_, chunk_align_);
       c = next;
     }
   }
@@ -139,14 +193,13 @@ class concurrent_pool {
     void* slot = free_.pop();
     if (slot == nullptr) [[unlikely]] slot = allocate_slow();
     if constexpr (detail::pool_checks_enabled) mark(slot, true);
-    return static_cast<char*>(slot) + object_offset_;
+    return slot;
   }
 
   void deallocate(void* p) noexcept {
     if (p == nullptr) return;
-    void* slot = static_cast<char*>(p) - object_offset_;
-    if constexpr (detail::pool_checks_enabled) mark(slot, false);
-    free_.push(slot);
+    if constexpr (detail::pool_checks_enabled) mark(p, false);
+    free_.push(p);
   }
 
   std::size_t slot_size() const noexcept { return slot_size_; }
@@ -157,15 +210,35 @@ class concurrent_pool {
     chunk_header* next;
   };
 
-  std::size_t chunk_align() const noexcept { return align_ < alignof(chunk_header) ? alignof(chunk_header) : align_; }
+  // Slots per chunk of about `chunk_bytes`: each slot costs its size and its
+  // cell (and a state byte in checking mode); the header and alignment
+  // padding come off first.
+  std::size_t slots_for(std::size_t chunk_bytes) const noexcept {
+    std::size_t fixed = cells_offset_ + 2 * (align_ < 64 ? 64 : align_);
+    std::size_t per_slot = slot_size_ + free_list::cell_bytes + (detail::pool_checks_enabled ? 1 : 0);
+    return chunk_bytes > fixed + per_slot ? (chunk_bytes - fixed) / per_slot : 1;
+  }
+
+  // The lock-free list finds a slot's cell by masking the slot's address:
+  // its chunks are aligned to their size rounded up to a power of two.
+  std::size_t chunk_alignment() const noexcept {
+    std::size_t a = align_ < alignof(chunk_header) ? alignof(chunk_header) : align_;
+    if constexpr (free_list::cell_bytes != 0) {
+      std::size_t span = 1;
+      while (span < chunk_bytes_) span <<= 1;
+      if (span > a) a = span;
+    }
+    return a;
+  }
 
   [[gnu::noinline]] void* allocate_slow() {
     std::lock_guard guard(grow_lock_);
     // Another thread may have grown the pool while this one waited.
     if (void* slot = free_.pop()) return slot;
-    void* memory = detail::allocate_bytes(chunk_bytes_, chunk_align());
+    void* memory = detail::allocate_bytes(chunk_bytes_, chunk_align_);
     auto* header = ::new (memory) chunk_header{chunks_.load(std::memory_order_relaxed)};
-    char* first = static_cast<char*>(memory) + header_bytes_;
+    free_.init_cells(static_cast<char*>(memory), slots_per_chunk_);
+    char* first = static_cast<char*>(memory) + slots_offset_;
     if constexpr (detail::pool_checks_enabled) {
       for (std::size_t i = 0; i < slots_per_chunk_; ++i)
         ::new (states(header) + i) std::atomic<unsigned char>(0);
@@ -175,20 +248,19 @@ class concurrent_pool {
     chunk_count_.fetch_add(1, std::memory_order_relaxed);
     // Keep the first slot for the caller, give the rest to everybody.
     if (slots_per_chunk_ > 1) free_.push_run(first + slot_size_, slot_size_, slots_per_chunk_ - 1);
-    if constexpr (free_list::link_bytes != 0) ::new (first) detail::tagged_node{};
     return first;
   }
 
   // ---- checking mode: one atomic state byte per slot, after the slots ----
   std::atomic<unsigned char>* states(chunk_header* c) const noexcept {
-    return reinterpret_cast<std::atomic<unsigned char>*>(reinterpret_cast<char*>(c) + header_bytes_ +
+    return reinterpret_cast<std::atomic<unsigned char>*>(reinterpret_cast<char*>(c) + slots_offset_ +
                                                          slots_per_chunk_ * slot_size_);
   }
 
   void mark(void* slot, bool allocating) noexcept {
     auto addr = reinterpret_cast<std::uintptr_t>(slot);
     for (chunk_header* c = chunks_.load(std::memory_order_acquire); c != nullptr; c = c->next) {
-      auto begin = reinterpret_cast<std::uintptr_t>(c) + header_bytes_;
+      auto begin = reinterpret_cast<std::uintptr_t>(c) + slots_offset_;
       if (addr < begin || addr >= begin + slots_per_chunk_ * slot_size_) continue;
       if ((addr - begin) % slot_size_ != 0)
         detail::pool_check_failed("concurrent_pool", this, "pointer is not an object start", slot);
@@ -204,11 +276,12 @@ class concurrent_pool {
 
   // Read-only after construction: shared by every core's cache.
   std::size_t align_;
-  std::size_t object_offset_;
   std::size_t slot_size_;
-  std::size_t header_bytes_;
+  std::size_t cells_offset_;
   std::size_t slots_per_chunk_;
+  std::size_t slots_offset_;
   std::size_t chunk_bytes_;
+  std::size_t chunk_align_;
   // Written on every operation: a cache line of its own.
   alignas(64) free_list free_;
   alignas(64) std::mutex grow_lock_;

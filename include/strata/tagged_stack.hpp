@@ -7,8 +7,9 @@
 // was delayed while other threads popped A, popped B and pushed A back sees
 // head = {A, t+3} and fails: ABA cannot install a stale `next` (seed 003 §4).
 //
-// Nodes are `tagged_node`s: the link is a word of its own, in front of the
-// object's storage and never written by the object's user, and it is read
+// Nodes are `tagged_node`s: the link is a word of its own (concurrent_pool
+// keeps one per slot in an array at the start of the slot's chunk, apart
+// from the object) never written by the object's user, and it is read
 // and written only atomically. A pop reads `top->next` while another thread
 // may already have popped `top` (the value is then stale, and the CAS
 // fails); that read is an atomic load of memory that stays mapped as long

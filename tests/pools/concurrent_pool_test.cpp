@@ -119,6 +119,40 @@ TYPED_TEST(ConcurrentPool, HandsOutDistinctAlignedWritableObjects) {
   for (void* p : v) pool.deallocate(p);
 }
 
+// Shapes that exercise the chunk layout: sizes that are not powers of two
+// (the lock-free list maps slot <-> link cell with a reciprocal multiply),
+// objects larger than a chunk (one slot per chunk, chunks over 64 KiB),
+// alignments up to a page. Every object comes back and is handed out again.
+TYPED_TEST(ConcurrentPool, OddSizesLargeObjectsAndLargeAlignments) {
+  struct shape {
+    std::size_t size, alignment;
+    int count;
+  };
+  for (shape sh : {shape{24, 8, 5000}, shape{100, 16, 3000}, shape{3000, 64, 200}, shape{100000, 16, 6},
+                   shape{200, 4096, 50}}) {
+    TypeParam pool(sh.size, sh.alignment);
+    std::set<void*> first;
+    std::vector<void*> v;
+    for (int i = 0; i < sh.count; ++i) {
+      void* p = pool.allocate();
+      ASSERT_EQ(reinterpret_cast<std::uintptr_t>(p) % sh.alignment, 0u) << sh.size;
+      ASSERT_TRUE(first.insert(p).second) << sh.size;
+      std::memset(p, i & 0xff, sh.size);
+      v.push_back(p);
+    }
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      auto* bytes = static_cast<unsigned char*>(v[i]);
+      ASSERT_EQ(bytes[0], i & 0xff);
+      ASSERT_EQ(bytes[sh.size - 1], i & 0xff);
+    }
+    for (void* p : v) pool.deallocate(p);
+    std::set<void*> again;
+    for (int i = 0; i < sh.count; ++i) again.insert(pool.allocate());
+    EXPECT_EQ(again, first) << "size " << sh.size << ": the freed objects, and only they, come back";
+    for (void* p : again) pool.deallocate(p);
+  }
+}
+
 TYPED_TEST(ConcurrentPool, ReusesMemoryInTheSteadyState) {
   TypeParam pool(100);
   std::vector<void*> v;
