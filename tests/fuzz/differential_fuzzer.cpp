@@ -6,8 +6,12 @@
 #include "operations.hpp"
 #include "simulated_threads.hpp"
 
+#include <strata/concurrent_pool.hpp>
+#include <strata/object_pool.hpp>
 #include <strata/pmr.hpp>
+#include <strata/pool_allocator.hpp>
 #include <strata/strata.h>
+#include <strata/thread_cached_pool.hpp>
 
 #include <cerrno>
 #include <cstdint>
@@ -70,10 +74,20 @@ class Execution {
   }
 
  private:
-  // The pools of issue 3, as std::pmr resources: a thread-safe one (used from
-  // every simulated thread), the single-threaded one (safe here because the
-  // threads take turns), and the general resource over strata_*.
-  static constexpr int kPools = 3;
+  // The pools of issue 3. As std::pmr resources (any size and alignment): a
+  // thread-safe one (used from every simulated thread), the single-threaded
+  // one (safe here because the threads take turns), and the general resource
+  // over strata_*. Then the fixed-size pools, for objects of up to 64 bytes
+  // aligned to up to 16: the lock-free and the spinlock concurrent pools, the
+  // per-thread-cached pool, object_pool (single-threaded, as above) and
+  // pool_allocator (per-thread pools; frees from other threads travel home).
+  static constexpr int kPmrPools = 3;
+  static constexpr int kPools = 8;
+  static constexpr std::size_t kFixedSize = 64, kFixedAlignment = 16;
+  struct alignas(kFixedAlignment) Object64 {
+    unsigned char bytes[kFixedSize];
+  };
+
   std::pmr::memory_resource* pool(int index) {
     switch (index) {
       case 0: return &synchronized_;
@@ -82,8 +96,33 @@ class Execution {
     }
   }
 
+  void* fixed_allocate(int index) {
+    switch (index) {
+      case 3: return lock_free_.allocate();
+      case 4: return spinlock_.allocate();
+      case 5: return thread_cached_.allocate();
+      case 6: return objects_.allocate();
+      default: return node_allocator_.allocate(1);
+    }
+  }
+
+  void fixed_deallocate(int index, void* p) {
+    switch (index) {
+      case 3: return lock_free_.deallocate(p);
+      case 4: return spinlock_.deallocate(p);
+      case 5: return thread_cached_.deallocate(p);
+      case 6: return objects_.deallocate(static_cast<Object64*>(p));
+      default: return node_allocator_.deallocate(static_cast<Object64*>(p), 1);
+    }
+  }
+
   void allocate_from_pool(Block& slot, int index, std::size_t size, std::size_t alignment) {
-    void* p = pool(index)->allocate(size, alignment);  // throws on failure: the fuzzer stops
+    if (index >= kPmrPools) {
+      size = size < kFixedSize ? size : kFixedSize;
+      alignment = alignment < kFixedAlignment ? alignment : kFixedAlignment;
+    }
+    // Both throw on failure: the fuzzer stops.
+    void* p = index < kPmrPools ? pool(index)->allocate(size, alignment) : fixed_allocate(index);
     release(slot, false, 0);
     slot.p = static_cast<unsigned char*>(p);
     slot.size = size;
@@ -137,7 +176,9 @@ class Execution {
     if (!slot.p) return;
     check_contents(slot, slot.size, "contents changed before free");
     live_.erase(slot);
-    if (slot.pool >= 0) {
+    if (slot.pool >= kPmrPools) {
+      fixed_deallocate(slot.pool, slot.p);
+    } else if (slot.pool >= 0) {
       pool(slot.pool)->deallocate(slot.p, slot.size, slot.alignment);
     } else if (sized) {
       std::size_t span = slot.usable - slot.size;
@@ -151,6 +192,11 @@ class Execution {
   // Declared before the slots: destroyed after every block went back.
   strata::pmr::synchronized_pool_resource synchronized_;
   strata::pmr::pool_resource unsynchronized_;
+  strata::concurrent_pool<strata::lock_free_policy> lock_free_{kFixedSize, kFixedAlignment};
+  strata::concurrent_pool<strata::spinlock_policy> spinlock_{kFixedSize, kFixedAlignment};
+  strata::thread_cached_pool thread_cached_{kFixedSize, kFixedAlignment};
+  strata::object_pool<Object64> objects_;
+  strata::pool_allocator<Object64> node_allocator_;
   Block slots_[kSlots];
   LiveRanges live_;
   std::uint64_t next_seed_ = 1;

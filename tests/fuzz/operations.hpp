@@ -26,7 +26,7 @@ enum class Kind : std::uint8_t {
   Free,
   FreeSized,     // free_sized with any size between request and usable size
   Touch,         // re-check a live block's contents and usable size
-  PoolAllocate,  // allocate from one of strata's std::pmr pool resources
+  PoolAllocate,  // allocate from one of strata's pools (pmr resources and fixed-size pools)
   Count
 };
 
