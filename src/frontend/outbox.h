@@ -29,9 +29,9 @@ struct OutboxSlot {
 
 struct Outbox {
   static constexpr std::size_t kSlots = 32;
-  // A parcel leaves when it is full or holds kBatchBytes; the total bound
-  // caps what a thread may hold back from the rest of the process.
-  static constexpr std::uint32_t kBatchBlocks = Parcel::kCapacity;
+  // A parcel leaves when it is full (Parcel::kCapacity) or holds
+  // kBatchBytes; the total bound caps what a thread may hold back from the
+  // rest of the process.
   static constexpr std::size_t kBatchBytes = std::size_t{256} << 10;
   static constexpr std::size_t kTotalBytes = std::size_t{1} << 20;
 

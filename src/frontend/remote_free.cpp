@@ -19,10 +19,12 @@ ThreadCache* thread_of(Destination destination) noexcept {
   return reinterpret_cast<ThreadCache*>(destination);
 }
 
-// Sends on the blocks a central cache gave back (their spans were adopted
-// after the sender looked): `blocks[0, count)`.
-void forward(ThreadCache* cache, void* const* blocks, std::uint32_t count) noexcept {
-  for (std::uint32_t i = 0; i < count; ++i) remote_free(cache, blocks[i], g_page_map.lookup(blocks[i]));
+// Frees `blocks[0, count)` to the central cache of `destination`, then sends
+// on the blocks it gives back (their spans were adopted after the sender
+// looked).
+void free_to_central(ThreadCache* cache, Destination destination, void** blocks, std::uint32_t count) noexcept {
+  std::uint32_t forwarded = g_central[destination >> 1].receive(blocks, count);
+  for (std::uint32_t i = 0; i < forwarded; ++i) remote_free(cache, blocks[i], g_page_map.lookup(blocks[i]));
 }
 
 void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
@@ -43,7 +45,7 @@ void deliver_block(ThreadCache* cache, Destination destination, void* block) noe
     return;
   }
   void* one[1] = {block};
-  forward(cache, one, g_central[destination >> 1].receive(one, 1));
+  free_to_central(cache, destination, one, 1);
 }
 
 }  // namespace
@@ -54,8 +56,7 @@ void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexce
     if (cache) ++cache->stats.batches_sent;
     return;
   }
-  std::uint32_t forwarded = g_central[destination >> 1].receive(parcel->blocks, parcel->count);
-  forward(cache, parcel->blocks, forwarded);
+  free_to_central(cache, destination, parcel->blocks, parcel->count);
   release_parcel(cache, parcel);
 }
 

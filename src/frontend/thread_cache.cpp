@@ -49,6 +49,20 @@ thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))
 
 // --- per-list maintenance ------------------------------------------------------
 
+namespace {
+
+// A block of a span `cache` owns goes back into its span; a span that was
+// full becomes partial again.
+void return_owned_block(ThreadCache* cache, std::size_t cls, Span* span, void* block) noexcept {
+  --cache->blocks_out[cls];
+  if (return_block(span, block)) {
+    cache->full[cls].remove(span);
+    cache->partial[cls].push(span);
+  }
+}
+
+}  // namespace
+
 void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept {
   FreeList& list = cache->lists[cls];
   SpanList empty;
@@ -57,11 +71,7 @@ void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexce
     list.head = list_next(block);
     ++list.room;
     Span* span = g_page_map.lookup(block);
-    --cache->blocks_out[cls];
-    if (return_block(span, block)) {
-      cache->full[cls].remove(span);
-      cache->partial[cls].push(span);
-    }
+    return_owned_block(cache, cls, span, block);
     if (span->allocated == 0 && cache->partial[cls].length > 1) {
       // All blocks are back: the pages can serve anyone. The last partial
       // span stays, so a list that breathes does not churn the page heap.
@@ -142,10 +152,6 @@ void refill(ThreadCache* cache, std::size_t cls) noexcept {
   grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
 }
 
-}  // namespace
-
-namespace {
-
 // One block of the inbox. Its page's owner tag says, without touching the
 // span, whether we still own the span and which list the block joins (as on
 // the free fast path); the sender may have looked before the span changed
@@ -157,18 +163,11 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   if (g_options.check) check_small_free(block, g_page_map.lookup(block));  // freed twice by other threads?
   FreeList& list = list_at(cache, offset);
   if (list.room > 0) {
-    static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
-    list.head = block;
+    list_push(list, block, cache->key);
     --list.room;
     return;
   }
-  std::size_t cls = class_of_offset(offset);
-  Span* span = g_page_map.lookup(block);
-  --cache->blocks_out[cls];
-  if (return_block(span, block)) {
-    cache->full[cls].remove(span);
-    cache->partial[cls].push(span);
-  }
+  return_owned_block(cache, class_of_offset(offset), g_page_map.lookup(block), block);
 }
 
 }  // namespace

@@ -129,12 +129,17 @@ inline void* allocate_at(std::uintptr_t offset) noexcept {
 
 inline void* allocate_small(std::size_t cls) noexcept { return allocate_at(list_offset(cls)); }
 
+// Links `block` in as the list's head (`key`: the cache's copy of g_list_key).
+inline void list_push(FreeList& list, void* block, std::uintptr_t key) noexcept {
+  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), key);
+  list.head = block;
+}
+
 // Pushes a block of a span `cache` owns on the list at `offset`; the list's
 // limit and the housekeeping countdown send it to the slow paths.
 inline void push_owned(ThreadCache* cache, std::uintptr_t offset, void* block) noexcept {
   FreeList& list = list_at(cache, offset);
-  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), cache->key);
-  list.head = block;
+  list_push(list, block, cache->key);
   if (__builtin_expect(--list.room < 0, 0)) return list_too_long(cache, class_of_offset(offset));
   if (__builtin_expect(--cache->frees_until_housekeeping < 0, 0)) housekeeping(cache);
 }
