@@ -74,7 +74,7 @@ STRATA_API size_t strata_release_free_memory(void);
  * Counters are kept per thread and per tier, and added up on request; while
  * other threads allocate, the sums are a close snapshot, not an atomic one.
  * docs/configuration.md explains each field. */
-#define STRATA_NUM_SIZE_CLASSES 98 /* class 0 is unused */
+#define STRATA_NUM_SIZE_CLASSES 97 /* class 0 is unused */
 
 typedef struct strata_class_stats {
   size_t block_size;     /* bytes per block */
@@ -95,6 +95,7 @@ typedef struct strata_stats_t {
   size_t span_free_bytes;      /* free blocks inside small spans */
   size_t page_heap_free_bytes; /* free pages still backed by memory */
   size_t decommitted_bytes;    /* free pages given back to the OS */
+  size_t parked_bytes;         /* pages of partly used spans given back to the OS */
   size_t metadata_bytes;       /* spans, thread caches, page map leaves */
   size_t threads;              /* live thread caches */
   size_t spans_in_use;

@@ -25,8 +25,9 @@ void* reallocate(void* block, std::size_t size) noexcept;
 std::size_t usable_size(const void* block) noexcept;
 
 // Requests over 1 KiB (rarer, and each costs far more than a call to use)
-// take an out-of-line path, so the common case has one size test.
-void* allocate_above_1k(std::size_t size) noexcept;
+// take an out-of-line path, so the common case has one size test; so does
+// every request before the process is set up, and in checking mode.
+void* allocate_general(std::size_t size) noexcept;
 
 // List offset (frontend/thread_cache.h) for every size up to 1 KiB, indexed
 // by the size itself: 2 KiB of table buys two instructions off every malloc
@@ -43,14 +44,9 @@ inline constexpr SmallOffsetTable kSmallOffsets = [] {
   return t;
 }();
 
-// Sizes below this take the inline path: 1025 normally, 0 in checking mode
-// (so that every malloc reaches allocate_above_1k, which checks). A variable
-// limit costs the same one compare as a constant one.
-extern STRATA_INTERNAL std::size_t g_fast_size_limit;
-
 inline void* allocate(std::size_t size) noexcept {
-  if (__builtin_expect(size < g_fast_size_limit, 1)) return allocate_at(kSmallOffsets.offset[size]);
-  return allocate_above_1k(size);
+  if (__builtin_expect(size < g_fast_size_limit, 1)) return allocate_at(size, kSmallOffsets.offset[size]);
+  return allocate_general(size);
 }
 
 inline void release(void* block) noexcept { deallocate(block); }

@@ -4,16 +4,15 @@
 
 #include "api/allocator.h"
 #include "api/checked.h"
-#include "api/diagnostics.h"
-#include "api/options.h"
 #include "backend/page_heap.h"
+#include "core/diagnostics.h"
 #include "core/free_list.h"
 #include "core/page_map.h"
+#include "platform/options.h"
 
 namespace strata::detail {
 
 std::uintptr_t g_list_key = 0;  // set once, before the first list exists
-std::size_t g_fast_size_limit = 1025;
 
 namespace {
 
@@ -30,9 +29,10 @@ std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 
 
 }  // namespace
 
-void* allocate_above_1k(std::size_t size) noexcept {
+void* allocate_general(std::size_t size) noexcept {
+  ensure_initialized();
   if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
-  if (size <= kMaxSmallSize) return allocate_small(size_to_class(size));
+  if (size <= kMaxSmallSize) return allocate_small(size, size_to_class(size));
   return allocate_large(size);
 }
 
@@ -45,12 +45,13 @@ void* allocate_large(std::size_t size) noexcept {
 }
 
 void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
+  ensure_initialized();
   if (g_options.check && checking()) return checked_allocate(alignment, size);
   if (alignment <= kMinAlignment) return allocate(size < alignment ? alignment : size);
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
     if (std::size_t cls = aligned_size_to_class(size, alignment); cls != 0) {
-      void* block = allocate_small(cls);
+      void* block = allocate_small(size, cls);
       return block != nullptr ? block : out_of_memory();
     }
   }
@@ -62,11 +63,12 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
 }
 
 void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
+  ensure_initialized();
   if (g_options.check && checking()) return checked_allocate_zeroed(count, size);
   std::size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return out_of_memory();
   if (total <= kMaxSmallSize) {
-    void* block = allocate_small(size_to_class(total));
+    void* block = allocate_small(total, size_to_class(total));
     if (block == nullptr) return out_of_memory();
     std::memset(block, 0, total);
     return block;
@@ -83,6 +85,7 @@ void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
 
 std::size_t usable_size(const void* block) noexcept {
   if (block == nullptr) return 0;
+  ensure_initialized();
   if (g_options.check) return checked_usable_size(block);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block)) return 0;
@@ -92,15 +95,14 @@ std::size_t usable_size(const void* block) noexcept {
 }
 
 void* reallocate(void* block, std::size_t size) noexcept {
+  ensure_initialized();
   if (g_options.check) return checked_reallocate(block, size);
   if (block == nullptr) return allocate(size);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block) ||
       (span->state != SpanState::kSmall && span->state != SpanState::kLarge) ||
       (span->state == SpanState::kLarge && block != span->start())) {
-    report_bad_free(block, "realloc of a pointer strata never returned");
-    errno = EINVAL;
-    return nullptr;
+    report_misuse(block, "realloc of a pointer strata never returned");
   }
   if (size > kMaxRequest) return out_of_memory();
   std::size_t old_size;

@@ -4,56 +4,22 @@
 #include <ctime>
 #include <pthread.h>
 
-#include "api/options.h"
+#include "backend/background_thread.h"
 #include "backend/page_heap.h"
+#include "central/central_cache.h"
 #include "frontend/thread_cache.h"
+#include "platform/options.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
 
-namespace strata::detail {
-
-namespace {
-
-std::atomic<bool> g_background_running{false};
-
-// Wakes four times per decay period and gives back what aged, so memory
-// returns even when no thread touches the allocator.
-void* background_main(void*) {
-  while (g_options.background_thread) {
-    std::uint64_t decay_ns = g_options.decay_ms * 1000000ull;
-    std::uint64_t nap = decay_ns / 4;
-    if (nap < 1000000ull) nap = 1000000ull;  // at least 1 ms
-    timespec ts{static_cast<time_t>(nap / 1000000000ull), static_cast<long>(nap % 1000000000ull)};
-    nanosleep(&ts, nullptr);
-    g_page_heap.decommit_free(monotonic_ns(), decay_ns);
-  }
-  g_background_running.store(false);
-  return nullptr;
-}
-
-}  // namespace
-
-void start_background_thread_if_wanted() noexcept {
-  if (!g_options.background_thread) return;
-  bool expected = false;
-  if (!g_background_running.compare_exchange_strong(expected, true)) return;
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-  pthread_t thread;
-  if (pthread_create(&thread, &attr, background_main, nullptr) != 0) g_background_running.store(false);
-  pthread_attr_destroy(&attr);
-}
-
-void background_thread_after_fork_child() noexcept { g_background_running.store(false); }
-
-}  // namespace strata::detail
 
 extern "C" size_t strata_release_free_memory(void) {
   ensure_initialized();
-  if (ThreadCache* cache = current_cache()) flush_thread_cache(cache);
-  return g_page_heap.decommit_free(0, 0);
+  std::size_t released = 0;
+  if (ThreadCache* cache = current_cache(false)) released += flush_thread_cache(cache);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) released += g_central[cls].park_free_units();
+  return released + g_page_heap.decommit_free(0, 0);
 }
 
 extern "C" int strata_option_set(strata_option option, long value) {
@@ -67,7 +33,7 @@ extern "C" int strata_option_set(strata_option option, long value) {
     case STRATA_OPTION_THREAD_CACHE_BYTES:
       if (value < (64L << 10)) return EINVAL;
       g_options.thread_cache_bytes = static_cast<std::size_t>(value);
-      if (ThreadCache* cache = current_cache()) cache->max_bytes = g_options.thread_cache_bytes;
+      if (ThreadCache* cache = current_cache(false)) cache->max_kept_bytes = g_options.thread_cache_bytes;
       return 0;
     case STRATA_OPTION_DECAY_MS:
       if (value < 0) return EINVAL;

@@ -4,11 +4,12 @@
 // they are quiet.
 #include <cstring>
 
-#include "api/options.h"
+#include "platform/options.h"
 #include "api/text_sink.h"
 #include "backend/page_heap.h"
 #include "central/central_cache.h"
 #include "core/page_map.h"
+#include "frontend/remote_free.h"
 #include "frontend/thread_cache.h"
 #include "platform/os.h"
 #include "strata/strata.h"
@@ -22,29 +23,69 @@ T peek(const T& field) noexcept {
   return __atomic_load_n(&field, __ATOMIC_RELAXED);
 }
 
-struct CacheTotals {
-  std::uint64_t out[kNumClasses] = {};
-  std::uint64_t cached[kNumClasses] = {};
-  std::uint64_t transit[kNumClasses] = {};
+struct Totals {
+  std::uint64_t out[kNumClasses] = {};       // blocks out of spans (thread-owned and unowned)
+  std::uint64_t free[kNumClasses] = {};      // free blocks inside spans (lists, uncarved, parked)
   std::uint64_t spans[kNumClasses] = {};
+  std::uint64_t cached[kNumClasses] = {};    // on allocation lists
+  std::uint64_t transit[kNumClasses] = {};   // in outboxes and inboxes
+  std::uint64_t parked_bytes = 0;
   std::size_t threads = 0;
   std::uint64_t remote_frees = 0;
   std::uint64_t remote_batches = 0;
 };
 
+// Every small span: its counters are read while their owners may change
+// them (relaxed loads), so the sums are exact only while threads are quiet.
+void add_span(const Span* span, void* context) {
+  auto* totals = static_cast<Totals*>(context);
+  std::size_t cls = peek(span->size_class);
+  if (cls == 0 || cls >= kNumClasses) return;
+  const SizeClassInfo& info = class_info(cls);
+  std::uint32_t countdown = peek(span->countdown);
+  std::uint32_t out = peek(span->sleeping) ? info.span_objects - (info.wake_frees - countdown) : countdown;
+  if (out > info.span_objects) out = info.span_objects;
+  totals->out[cls] += out;
+  totals->free[cls] += info.span_objects - out;
+  totals->spans[cls] += 1;
+  std::uint64_t units = peek(span->parked_units);
+  totals->parked_bytes += static_cast<std::uint64_t>(__builtin_popcountll(units)) << peek(span->unit_shift);
+}
+
+// Blocks waiting in an inbox: the parcels are metadata, never unmapped, so a
+// walk that races with their owner reads mapped memory; it is bounded.
+void add_inbox(const Inbox& inbox, Totals* totals) {
+  InboxItem item = inbox.peek_head();
+  for (int items = 0; item != 0 && items < 4096; ++items) {
+    if (item_is_block(item)) {
+      if (Span* span = g_page_map.lookup(item_block(item))) {
+        std::size_t cls = peek(span->size_class);
+        if (cls < kNumClasses) ++totals->transit[cls];
+      }
+      item = reinterpret_cast<InboxItem>(list_next(item_block(item)));
+    } else {
+      const Parcel* parcel = item_parcel(item);
+      std::uint32_t count = peek(parcel->count);
+      for (std::uint32_t i = 0; i < count && i < Parcel::kCapacity; ++i) {
+        std::size_t cls = peek(parcel->classes[i]);
+        if (cls < kNumClasses) ++totals->transit[cls];
+      }
+      item = peek(parcel->next);
+    }
+  }
+}
+
 void add_cache(ThreadCache* cache, void* context) {
-  auto* totals = static_cast<CacheTotals*>(context);
+  auto* totals = static_cast<Totals*>(context);
   if (cache->life == ThreadCache::Life::kAlive) ++totals->threads;
   totals->remote_frees += peek(cache->stats.remote_frees);
   totals->remote_batches += peek(cache->stats.batches_sent);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    totals->out[cls] += peek(cache->blocks_out[cls]);
-    const FreeList& list = cache->lists[cls];
-    std::int64_t length = static_cast<std::int64_t>(peek(list.max_length)) - peek(list.room);
-    if (length > 0) totals->cached[cls] += static_cast<std::uint64_t>(length);
+    std::int64_t avail = peek(cache->lists[cls].avail);
+    if (avail > 0) totals->cached[cls] += static_cast<std::uint64_t>(avail);
     totals->transit[cls] += peek(cache->outbox.pending_blocks[cls]);
-    totals->spans[cls] += peek(cache->partial[cls].length) + peek(cache->full[cls].length);
   }
+  add_inbox(cache->inbox, totals);
 }
 
 std::uint64_t saturating_sub(std::uint64_t a, std::uint64_t b) { return a > b ? a - b : 0; }
@@ -56,11 +97,12 @@ extern "C" void strata_stats(strata_stats_t* out) {
   ensure_initialized();
   std::memset(out, 0, sizeof(*out));
   PageHeapStats heap = g_page_heap.stats();
-  static CacheTotals totals;  // too large for small thread stacks; guarded below
+  static Totals totals;  // too large for small thread stacks; guarded below
   static Mutex totals_mutex;
   LockGuard guard(totals_mutex);
-  totals = CacheTotals{};
+  totals = Totals{};
   visit_caches(add_cache, &totals);
+  g_page_heap.visit_small_spans(add_span, &totals);
 
   out->mapped_bytes = heap.mapped_bytes;
   out->resident_bytes = os_resident_bytes();
@@ -75,30 +117,30 @@ extern "C" void strata_stats(strata_stats_t* out) {
   out->free_spans = heap.free_spans;
   out->os_reservations = heap.reservations;
   out->decommit_calls = heap.decommit_calls;
-  out->remote_frees = totals.remote_frees;
-  out->remote_batches = totals.remote_batches;
+  std::uint64_t uncached = g_uncached_remote_frees.load(std::memory_order_relaxed);
+  out->remote_frees = totals.remote_frees + uncached;
+  out->remote_batches = totals.remote_batches + uncached;
   out->page_heap_lock_contended = heap.lock_contended;
+  out->parked_bytes = totals.parked_bytes;
 
   std::uint64_t small_in_use = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     CentralStats central = g_central[cls].stats();
     out->central_lock_contended += central.lock_contended;
     std::uint64_t size = class_size(cls);
-    std::uint64_t out_of_spans = totals.out[cls] + central.blocks_out;
-    std::uint64_t spans = totals.spans[cls] + central.spans;
     strata_class_stats& c = out->classes[cls];
     c.block_size = size;
-    c.spans = spans;
+    c.spans = totals.spans[cls];
     c.blocks_cached = totals.cached[cls];
-    c.blocks_in_use = saturating_sub(out_of_spans, totals.cached[cls] + totals.transit[cls]);
-    c.blocks_free_in_spans = saturating_sub(spans * class_info(cls).span_objects, out_of_spans);
+    c.blocks_in_use = saturating_sub(totals.out[cls], totals.cached[cls] + totals.transit[cls]);
+    c.blocks_free_in_spans = totals.free[cls];
     small_in_use += c.blocks_in_use * size;
     out->thread_cache_bytes += c.blocks_cached * size;
     out->in_transit_bytes += totals.transit[cls] * size;
     out->span_free_bytes += c.blocks_free_in_spans * size;
   }
   out->in_use_bytes = small_in_use + out->large_in_use_bytes;
-  std::uint64_t backed = saturating_sub(heap.mapped_bytes, heap.decommitted_bytes);
+  std::uint64_t backed = saturating_sub(heap.mapped_bytes, heap.decommitted_bytes + totals.parked_bytes);
   out->fragmentation =
       backed == 0 ? 0.0 : 1.0 - static_cast<double>(out->in_use_bytes) / static_cast<double>(backed);
 }
@@ -120,6 +162,7 @@ void print_table(TextSink& o, const strata_stats_t& s) {
   row("free in spans", s.span_free_bytes, "free blocks inside small spans");
   row("page heap free", s.page_heap_free_bytes, "free pages still backed");
   row("returned to OS", s.decommitted_bytes, "free pages given back (madvise)");
+  row("  from used spans", s.parked_bytes, "pages of partly used spans given back");
   row("metadata", s.metadata_bytes, "spans, thread caches, page map");
   o.text("  threads ").number(s.threads).text(", spans in use ").number(s.spans_in_use)
       .text(", free spans ").number(s.free_spans).text(", reservations ").number(s.os_reservations)
@@ -153,6 +196,7 @@ void print_json(TextSink& o, const strata_stats_t& s) {
   field("span_free_bytes", s.span_free_bytes);
   field("page_heap_free_bytes", s.page_heap_free_bytes);
   field("decommitted_bytes", s.decommitted_bytes);
+  field("parked_bytes", s.parked_bytes);
   field("metadata_bytes", s.metadata_bytes);
   field("threads", s.threads);
   field("spans_in_use", s.spans_in_use);

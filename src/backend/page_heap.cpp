@@ -2,7 +2,7 @@
 
 #include <ctime>
 
-#include "api/options.h"
+#include "platform/options.h"
 #include "backend/metadata_pool.h"
 #include "core/page_map.h"
 #include "platform/os.h"
@@ -366,6 +366,7 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState s
   span->next = span->prev = nullptr;
   span->in_list = false;
   map_whole_locked(span);
+  if (state == SpanState::kSmall) link_small_locked(span);
   ++stats_.in_use_spans;
   stats_.in_use_bytes += span->bytes();
   after_change_locked();
@@ -378,17 +379,41 @@ void PageHeap::deallocate(Span* span) noexcept {
   // as fully mapped keeps its entries).
   if (span->state == SpanState::kSmall) {
     g_page_map.set_owner_tag(span->first_page, span->page_count, 0);
-    small_span_bytes_.fetch_sub(span->bytes(), std::memory_order_relaxed);
+    unlink_small_locked(span);
   }
   stats_.in_use_bytes -= span->bytes();
   --stats_.in_use_spans;
+  // Pages a partly used span gave back (parked units) read as zero now, but
+  // not all of them: the span as a whole is neither zero nor decommitted.
   span->pages_zero = false;
   span->decommitted = false;
-  span->allocated = 0;
+  span->countdown = 0;
   span->free_list = nullptr;
   span->carve_next = span->carve_end = 0;
+  span->parked_units = 0;
+  span->parked_blocks = 0;
   insert_free_locked(span);
   after_change_locked();
+}
+
+void PageHeap::link_small_locked(Span* span) noexcept {
+  span->small_prev = nullptr;
+  span->small_next = small_spans_;
+  if (small_spans_ != nullptr) small_spans_->small_prev = span;
+  small_spans_ = span;
+  small_span_bytes_.fetch_add(span->bytes(), std::memory_order_relaxed);
+}
+
+void PageHeap::unlink_small_locked(Span* span) noexcept {
+  if (span->small_prev) span->small_prev->small_next = span->small_next; else small_spans_ = span->small_next;
+  if (span->small_next) span->small_next->small_prev = span->small_prev;
+  span->small_next = span->small_prev = nullptr;
+  small_span_bytes_.fetch_sub(span->bytes(), std::memory_order_relaxed);
+}
+
+void PageHeap::visit_small_spans(void (*visit)(const Span*, void*), void* context) noexcept {
+  LockGuard guard(mutex_);
+  for (Span* span = small_spans_; span != nullptr; span = span->small_next) visit(span, context);
 }
 
 bool PageHeap::try_grow(Span* span, std::size_t pages) noexcept {

@@ -78,10 +78,10 @@ class PageHeap {
 
   PageHeapStats stats() noexcept;
 
-  // A span handed out became a small span (counted apart from large blocks).
-  void note_small_span(const Span* span) noexcept {
-    small_span_bytes_.fetch_add(span->bytes(), std::memory_order_relaxed);
-  }
+  // Calls `visit` for every small span in use, with the lock held (the set
+  // cannot change meanwhile; the spans' own counters may).
+  void visit_small_spans(void (*visit)(const Span*, void*), void* context) noexcept;
+
   Mutex& mutex() noexcept { return mutex_; }
 
   // Checks every invariant of the free structures (tests, debug builds).
@@ -101,6 +101,8 @@ class PageHeap {
   void decommit_locked(Span* span) noexcept;
   std::size_t decay_locked(std::uint64_t now_ns, std::uint64_t min_age_ns, std::size_t max_spans) noexcept;
   void after_change_locked() noexcept;  // runs the decay when due
+  void link_small_locked(Span* span) noexcept;
+  void unlink_small_locked(Span* span) noexcept;
 
   Mutex mutex_;
   SpanList lists_[kMaxListPages + 1];
@@ -109,6 +111,7 @@ class PageHeap {
   PageHeapStats stats_;
   std::size_t next_growth_bytes_ = kReservationBytes;
   std::atomic<std::size_t> small_span_bytes_{0};
+  Span* small_spans_ = nullptr;  // every small span in use (small_next/small_prev)
   Span* decay_head_ = nullptr;  // committed free spans, oldest first (roughly)
   Span* decay_tail_ = nullptr;
   std::atomic<std::uint64_t> decay_ns_{1000000000ull};

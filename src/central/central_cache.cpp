@@ -1,67 +1,29 @@
 #include "central/central_cache.h"
 
-#include "api/checked.h"
-#include "api/options.h"
 #include "backend/page_heap.h"
+#include "core/checked_block.h"
+#include "core/diagnostics.h"
+#include "core/ownership.h"
 #include "core/page_map.h"
-#include "frontend/thread_cache.h"
+#include "core/span_blocks.h"
+#include "platform/options.h"
 
 namespace strata::detail {
 
 constinit CentralCache g_central[kNumClasses];
 
-std::uint32_t take_blocks(Span* span, std::uint32_t count, BlockChain& out) noexcept {
-  std::uint32_t taken = 0;
-  while (taken < count && span->free_list != nullptr) {
-    void* block = span->free_list;
-    span->free_list = list_next(block);
-    out.push(block);
-    ++taken;
-  }
-  std::size_t size = class_size(span->size_class);
-  while (taken < count && span->carve_next < span->carve_end) {
-    // Checking mode: never-used blocks carry the free poison too, so that
-    // the poison check at allocation holds for every block.
-    if (g_options.check) poison_block(reinterpret_cast<void*>(span->carve_next), size);
-    out.push(reinterpret_cast<void*>(span->carve_next));
-    span->carve_next += size;
-    ++taken;
-  }
-  span->allocated += taken;
-  return taken;
-}
-
-bool return_block(Span* span, void* block) noexcept {
-  bool was_full = !span->has_free_blocks();
-  list_set_next(block, span->free_list);
-  span->free_list = block;
-  --span->allocated;
-  return was_full;
-}
-
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
-  const SizeClassInfo& info = class_info(cls);
-  span->size_class = static_cast<std::uint8_t>(cls);
-  span->capacity = info.span_objects;
-  span->allocated = 0;
-  span->free_list = nullptr;
-  span->carve_next = reinterpret_cast<std::uintptr_t>(span->start());
-  span->carve_end = span->carve_next + std::uintptr_t{info.span_objects} * info.size;
-  g_page_heap.note_small_span(span);
+  format_small_span(span, cls);
   set_owner(span, owner);
-}
-
-void set_owner(Span* span, ThreadCache* owner) noexcept {
-  span->owner.store(owner, std::memory_order_release);
-  g_page_map.set_owner_tag(span->first_page, span->page_count, owner_tag_for(owner, span->size_class));
 }
 
 Span* CentralCache::adopt(ThreadCache* owner) noexcept {
   LockGuard guard(mutex_);
   Span* span = partial_.pop();
   if (span == nullptr) return nullptr;
+  if (span == kept_empty_) kept_empty_ = nullptr;
   --spans_;
-  blocks_out_ -= span->allocated;
+  blocks_out_ -= span->countdown;
   set_owner(span, owner);
   return span;
 }
@@ -72,16 +34,34 @@ void CentralCache::abandon(SpanList& spans) noexcept {
     LockGuard guard(mutex_);
     while (Span* span = spans.pop()) {
       set_owner(span, nullptr);
-      if (span->allocated == 0) {
+      if (span->countdown == 0) {
         empty.push(span);
       } else {
         ++spans_;
-        blocks_out_ += span->allocated;
-        if (span->has_free_blocks()) partial_.push(span);
+        blocks_out_ += span->countdown;
+        if (span_has_free_blocks(span)) partial_.push(span);
       }
     }
   }
   while (Span* span = empty.pop()) g_page_heap.deallocate(span);
+}
+
+void CentralCache::return_block_locked(Span* span, void* block, SpanList& empty) noexcept {
+  if (has_free_mark(block, g_list_key) && span_list_contains(span, block, g_list_key))
+    report_misuse(block, "double free");
+  bool was_full = !span_has_free_blocks(span);
+  --blocks_out_;
+  bool emptied = push_block(span, block, g_list_key);
+  if (was_full) partial_.push(span);
+  if (!emptied) return;
+  if (kept_empty_ == nullptr && span->page_count <= kMaxKeptPages) {
+    kept_empty_ = span;
+    span->idle_since = monotonic_ns();
+    return;
+  }
+  partial_.remove(span);
+  --spans_;
+  empty.push(span);
 }
 
 std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept {
@@ -96,15 +76,7 @@ std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept
         blocks[forwarded++] = block;  // adopted since the sender looked: goes to the new owner
         continue;
       }
-      bool was_full = return_block(span, block);
-      --blocks_out_;
-      if (span->allocated == 0) {
-        if (span->in_list) partial_.remove(span);
-        --spans_;
-        empty.push(span);
-      } else if (was_full) {
-        partial_.push(span);
-      }
+      return_block_locked(span, block, empty);
     }
   }
   while (Span* span = empty.pop()) g_page_heap.deallocate(span);
@@ -112,24 +84,75 @@ std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept
 }
 
 void* CentralCache::allocate_one(std::size_t cls) noexcept {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    {
+      LockGuard guard(mutex_);
+      if (Span* span = partial_.head) {
+        if (span->free_list == nullptr && span->carve_next >= span->carve_end) unpark_blocks(span, g_list_key);
+        void* block;
+        if (span->free_list != nullptr) {
+          block = pop_free_block(span, g_list_key);
+        } else {
+          std::uint32_t n;
+          block = carve_blocks(span, 1, g_list_key, n);
+          // Checking mode: never-used blocks carry the free poison too, so
+          // that the poison check at allocation holds for every block.
+          if (g_options.check) poison_block(block, class_size(cls));
+        }
+        clear_free_mark(block);
+        if (span == kept_empty_) kept_empty_ = nullptr;
+        ++blocks_out_;
+        if (!span_has_free_blocks(span)) partial_.remove(span);
+        return block;
+      }
+    }
+    if (attempt == 1) break;
+    Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+    if (span == nullptr) return nullptr;
+    init_small_span(span, cls, nullptr);
+    LockGuard guard(mutex_);
+    ++spans_;
+    partial_.push(span);
+  }
+  return nullptr;
+}
+
+bool CentralCache::holds_free_block(Span* span, const void* block) noexcept {
+  LockGuard guard(mutex_);
+  if (span->owner.load(std::memory_order_relaxed) != nullptr) return false;
+  if (reinterpret_cast<std::uintptr_t>(block) >= span->carve_next) return true;  // never handed out
+  return span_list_contains(span, block, g_list_key);
+}
+
+std::size_t CentralCache::park_free_units() noexcept {
+  Span* kept = nullptr;
+  std::size_t released = 0;
   {
     LockGuard guard(mutex_);
-    if (Span* span = partial_.head) {
-      BlockChain one;
-      blocks_out_ += take_blocks(span, 1, one);
-      if (!span->has_free_blocks()) partial_.remove(span);
-      return one.head;
+    if ((kept = kept_empty_) != nullptr) {
+      kept_empty_ = nullptr;
+      partial_.remove(kept);
+      --spans_;
     }
+    for (Span* span = partial_.head; span != nullptr; span = span->next)
+      released += detail::park_free_units(span, g_list_key);
   }
-  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
-  if (span == nullptr) return nullptr;
-  init_small_span(span, cls, nullptr);
-  LockGuard guard(mutex_);
-  BlockChain one;
-  blocks_out_ += take_blocks(span, 1, one);
-  ++spans_;
-  if (span->has_free_blocks()) partial_.push(span);
-  return one.head;
+  if (kept != nullptr) g_page_heap.deallocate(kept);
+  return released;
+}
+
+void CentralCache::release_kept_if_idle(std::uint64_t now_ns, std::uint64_t period_ns) noexcept {
+  if (!mutex_.try_lock()) return;
+  Span* kept = kept_empty_;
+  if (kept != nullptr && now_ns - kept->idle_since >= period_ns) {
+    kept_empty_ = nullptr;
+    partial_.remove(kept);
+    --spans_;
+  } else {
+    kept = nullptr;
+  }
+  mutex_.unlock();
+  if (kept != nullptr) g_page_heap.deallocate(kept);
 }
 
 CentralStats CentralCache::stats() noexcept {
@@ -138,7 +161,7 @@ CentralStats CentralCache::stats() noexcept {
   s.spans = spans_;
   s.blocks_out = blocks_out_;
   for (Span* span = partial_.head; span != nullptr; span = span->next)
-    s.free_blocks += span->capacity - span->allocated;
+    s.free_blocks += span->capacity - span->countdown;
   s.lock_contended = mutex_.contended_count();
   return s;
 }

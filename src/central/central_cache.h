@@ -2,12 +2,13 @@
 // of its own, holding the spans of that class that no thread owns:
 //   - spans given up by threads that exited (or by a fork child's vanished
 //     threads), still holding live blocks;
-//   - spans whose blocks come back from threads that do not own them.
-// A thread that needs a span of the class adopts one from here (batch of
-// blocks ready to carve) before asking the page heap for a fresh one.
-// Blocks freed to an unowned span arrive in batches (one lock acquisition per
-// batch, from a thread's outbox); a span whose blocks have all come back
-// goes to the page heap.
+//   - spans that serve threads without spans of their own: young threads
+//     (until they prove busy, frontend/thread_cache.h) and threads past
+//     their exit.
+// A thread that needs a span of the class adopts one from here before asking
+// the page heap for a fresh one. Blocks freed to an unowned span arrive in
+// batches (one lock acquisition per parcel from a thread's outbox); a span
+// whose blocks have all come back goes to the page heap.
 //
 // Locking: mutex_ guards every field here and every owner-only field of the
 // spans whose owner is nullptr. It is never held while taking the page heap
@@ -15,8 +16,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
-#include "core/free_list.h"
 #include "core/size_classes.h"
 #include "core/span.h"
 #include "platform/mutex.h"
@@ -37,9 +38,8 @@ class CentralCache {
   // Hands an unowned span with free blocks to `owner`, or nullptr.
   Span* adopt(ThreadCache* owner) noexcept;
 
-  // Takes spans a thread gives up. `spans` holds spans of this class that
-  // `previous_owner` owned; each becomes unowned (or goes to the page heap
-  // when it has no block out).
+  // Takes spans a thread gives up (awake, not kept empty). Each becomes
+  // unowned, or goes to the page heap when no block of it is out.
   void abandon(SpanList& spans) noexcept;
 
   // Frees `blocks[0, count)`, blocks of this class. Blocks whose span was
@@ -47,35 +47,46 @@ class CentralCache {
   // send on; returns how many.
   std::uint32_t receive(void** blocks, std::uint32_t count) noexcept;
 
-  // One block for a thread that has no cache (during its own exit).
+  // One block, for a thread without spans of its own (young or exiting);
+  // nullptr when the OS refuses memory.
   void* allocate_one(std::size_t cls) noexcept;
+
+  // Is `block` on the free list of `span`, an unowned span of this class?
+  // (Checking mode's double-free confirmation.)
+  bool holds_free_block(Span* span, const void* block) noexcept;
+
+  // Gives back unused pages of unowned spans, and the kept empty span
+  // (release on request).
+  std::size_t park_free_units() noexcept;
+
+  // Gives the kept empty span to the page heap once it has been idle for
+  // `period_ns` (decay); never waits for the lock.
+  void release_kept_if_idle(std::uint64_t now_ns, std::uint64_t period_ns) noexcept;
 
   CentralStats stats() noexcept;
   Mutex& mutex() noexcept { return mutex_; }
 
  private:
+  // Files a block back into its unowned span; the span goes to `empty` when
+  // every block came back. Caller holds mutex_.
+  void return_block_locked(Span* span, void* block, SpanList& empty) noexcept;
+
+  // Spans of at most this many pages may be kept empty: a young thread's
+  // malloc/free of one block then does not take a span from the page heap
+  // and give it back each time.
+  static constexpr std::size_t kMaxKeptPages = 8;
+
   Mutex mutex_;
   SpanList partial_;   // unowned spans with at least one free block
+  Span* kept_empty_ = nullptr;  // one empty span stays (in partial_) until idle for a decay period
   std::size_t spans_ = 0;
-  std::size_t blocks_out_ = 0;  // sum of `allocated` over unowned spans
+  std::size_t blocks_out_ = 0;  // sum of blocks out over unowned spans
 };
 
 extern STRATA_INTERNAL CentralCache g_central[kNumClasses];
 
-// Takes `count` blocks out of a span (free list first, then never-used
-// memory) into `out`; returns how many it took. Caller owns the span.
-std::uint32_t take_blocks(Span* span, std::uint32_t count, BlockChain& out) noexcept;
-
-// Puts a block back into its span. Caller owns the span. Returns true when
-// the span had no free block before (it must be filed as partial again).
-bool return_block(Span* span, void* block) noexcept;
-
-// Makes `owner` (nullptr: the central cache) the owner of a small span, in
-// the span and in the page map's owner tags.
-void set_owner(Span* span, ThreadCache* owner) noexcept;
-
 // Prepares a fresh span from the page heap (allocated in state kSmall) for
-// class `cls`.
+// class `cls`, owned by `owner` (nullptr: the central cache).
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept;
 
 }  // namespace strata::detail

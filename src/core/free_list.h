@@ -1,4 +1,5 @@
-// Intrusive singly linked lists threaded through free blocks.
+// Intrusive singly linked lists threaded through free blocks, and the mark
+// that tells a free block from one in use.
 //
 // The link stored in a free block is encoded: next XOR a per-process secret
 // (g_list_key). A heap overflow that overwrites a free block's first word
@@ -21,11 +22,45 @@ namespace strata::detail {
 #define STRATA_ENCODE_FREE_LISTS 1
 #endif
 
+// Build option STRATA_CHECK_DOUBLE_FREE (on with STRATA_HARDENED): the free
+// mark below and its checks. Off, double frees are caught only in checking
+// mode (STRATA_CHECK=1).
+#ifndef STRATA_CHECK_DOUBLE_FREE
+#define STRATA_CHECK_DOUBLE_FREE STRATA_ENCODE_FREE_LISTS
+#endif
+
 extern STRATA_INTERNAL std::uintptr_t g_list_key;
 
+// A free block's first two words. Every block is at least 16 bytes.
+//   encoded_next: the link, XOR the secret;
+//   free_mark:    the secret itself while the block is free (written by every
+//                 free, cleared by every malloc that hands the block out).
+// A free that finds the mark already there is a double free, or a block in
+// use whose second word happens to hold the secret: the slow path confirms
+// by looking where a free block can be before it reports anything
+// (frontend/misuse.h). Cost: one store per malloc, a compare and a store
+// per free. The mark is the list key itself, so the fast paths load no
+// second secret; a program that can read freed memory learns the key from
+// it, which the encoded links already leak to such a reader (they are
+// next XOR key, and next is a neighbouring heap address).
 struct FreeBlock {
   std::uintptr_t encoded_next;
+  std::uintptr_t free_mark;
 };
+static_assert(sizeof(FreeBlock) == 16, "the smallest size class is 16 bytes");
+
+inline bool has_free_mark(const void* block, std::uintptr_t key) noexcept {
+  return STRATA_CHECK_DOUBLE_FREE && static_cast<const FreeBlock*>(block)->free_mark == key;
+}
+// Relaxed atomic stores compile to plain moves; unlike plain stores, GCC
+// does not merge them with the link's store into a vector store (which
+// takes four instructions to build where two moves do).
+inline void set_free_mark(void* block, std::uintptr_t key) noexcept {
+  if (STRATA_CHECK_DOUBLE_FREE) __atomic_store_n(&static_cast<FreeBlock*>(block)->free_mark, key, __ATOMIC_RELAXED);
+}
+inline void clear_free_mark(void* block) noexcept {
+  if (STRATA_CHECK_DOUBLE_FREE) __atomic_store_n(&static_cast<FreeBlock*>(block)->free_mark, 0, __ATOMIC_RELAXED);
+}
 
 // `key` is g_list_key (or the copy a ThreadCache keeps next to its lists).
 inline std::uintptr_t encode_link(std::uintptr_t link, std::uintptr_t key) noexcept {

@@ -2,7 +2,9 @@
 // that class is, and how many objects move between tiers at once.
 //
 // The table (docs/design.md has it in full):
-//   8, 16, 32, 48, ..., 128            (16-byte steps; 8 B is the only 8-aligned class)
+//   16, 32, 48, ..., 128               (16-byte steps; no 8-byte class: every
+//                                       free block has room for its link and
+//                                       the double-free mark, core/free_list.h)
 //   then 8 classes per power of two:    128 < s <= 256 in 16 B steps, ...,
 //                                       128 KiB < s <= 256 KiB in 16 KiB steps
 // so the waste above 128 B is below 12.5 %, every block is 16-aligned, and
@@ -21,13 +23,14 @@
 
 namespace strata::detail {
 
-inline constexpr std::size_t kNumClasses = 98;  // class 0 = "not a small class"
+inline constexpr std::size_t kNumClasses = 97;  // class 0 = "not a small class"
 
 struct SizeClassInfo {
   std::uint32_t size;          // block size in bytes
   std::uint32_t span_pages;    // pages per span of this class
   std::uint32_t batch;         // objects moved per refill/release (seed 004's idea)
   std::uint32_t span_objects;  // blocks per span
+  std::uint32_t wake_frees;    // frees that make a full span worth using again
 };
 
 namespace size_class_build {
@@ -59,15 +62,24 @@ constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
   return static_cast<std::uint32_t>(pages);
 }
 
+// A full span sleeps (its owner does not look at it) until this many of its
+// blocks came back: an eighth of the span, so that waking it pays for itself
+// with a list of that many blocks, and a span with a few free blocks does
+// not make every malloc and free take a slow path (docs/design.md).
+constexpr std::uint32_t wake_frees_for(std::uint32_t objects) noexcept {
+  std::uint32_t n = objects / 8;
+  return n < 1 ? 1 : n;
+}
+
 constexpr Tables build() noexcept {
   Tables t{};
   auto add = [&t](std::size_t size) {
     ++t.count;
     std::uint32_t pages = span_pages_for(size);
-    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, batch_for(size),
-                                    static_cast<std::uint32_t>(pages * kPageSize / size)};
+    std::uint32_t objects = static_cast<std::uint32_t>(pages * kPageSize / size);
+    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, batch_for(size), objects,
+                                    wake_frees_for(objects)};
   };
-  add(8);
   for (std::size_t s = 16; s <= 128; s += 16) add(s);
   for (std::size_t base = 128; base < kMaxSmallSize; base *= 2)
     for (std::size_t s = base + base / 8; s <= base * 2; s += base / 8) add(s);

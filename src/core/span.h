@@ -13,10 +13,19 @@
 // Other threads that free a block of the span never touch the span: they send
 // the block to the owner (frontend/remote_free.h).
 //
-// Counting invariant of a small span (the one the tests check):
-//   allocated + (blocks on free_list) + (blocks not yet carved) == capacity
-// where `allocated` counts blocks handed out of the span: in use by the
-// program, cached in the owner's thread cache, or travelling to the owner.
+// Free blocks of a small span are in exactly one of four places (free-list
+// sharding, as in mimalloc): its own `free_list` (blocks freed since the
+// owner last took the list), its owner's allocation list for the class (a
+// list the owner took from this span, frontend/thread_cache.h), the
+// never-used range [carve_next, carve_end), or a parked unit (pages given
+// back to the OS while the span holds live blocks, core/span_blocks.h).
+//
+// Counting invariant (the one the tests check):
+//   allocated + (blocks on free_list) + (uncarved) + (parked) == capacity
+// where `allocated` counts blocks out of the span: in use by the program, on
+// the owner's allocation list, or travelling back to the owner. The free
+// fast path keeps only `countdown` (see below); span_blocks.h derives the
+// rest.
 #pragma once
 
 #include <atomic>
@@ -32,27 +41,48 @@ class ThreadCache;
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
 struct Span {
-  // --- read on the free fast path: keep first, in one cache line ---------
-  std::atomic<ThreadCache*> owner{nullptr};
+  // --- written by the free fast path: first, in one cache line ----------
+  void* free_list = nullptr;       // blocks freed to this span, encoded links
+  // Frees until the owner must look at the span again (the fast path's
+  // `--countdown == 0` test). Awake span: the number of blocks out
+  // (`allocated`), so 0 means every block came back. Sleeping span (full
+  // when its owner last looked): frees still to come before it is worth
+  // waking (SizeClassInfo::wake_frees). One counter serves both events, as
+  // snmalloc's "needed" count does.
+  std::uint32_t countdown = 0;
   std::uint8_t size_class = 0;     // 0 for free and large spans
   SpanState state = SpanState::kDetached;  // kFree exactly while filed
   bool pages_zero = false;         // all pages known to read as zero
   bool fully_mapped = false;       // every page (not just the ends) maps here
-  std::uint32_t allocated = 0;     // blocks out of the span (see invariant)
+  std::atomic<ThreadCache*> owner{nullptr};
 
   // --- owner-only fields -------------------------------------------------
   std::uint32_t capacity = 0;      // blocks per span (small)
-  void* free_list = nullptr;       // returned blocks, encoded links
+  // free_list holds `listed_mark - allocated` blocks while the span is awake
+  // (a free moves a block from `allocated` to the list without touching
+  // the mark; taking the list or carving moves the mark).
+  std::uint32_t listed_mark = 0;
+  bool sleeping = false;           // full and unlisted until countdown reaches 0
+  bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
+  bool tail_released = false;      // never-used pages past carve_next given back
+  std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
   std::uintptr_t carve_next = 0;   // first never-used block (lazy carving)
   std::uintptr_t carve_end = 0;    // end of the last whole block
+  std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
+  std::uint32_t parked_blocks = 0; // blocks overlapping parked units
+  std::uint64_t idle_since = 0;    // kept_empty: when it became empty; else last scan
 
   PageId first_page = 0;
   std::size_t page_count = 0;
 
-  // --- list links: page heap bucket, central partial list, owner's partial list
+  // --- list links: page heap bucket, central partial list, owner's lists --
   Span* next = nullptr;
   Span* prev = nullptr;
   bool in_list = false;
+
+  // --- page heap registry of small spans (statistics walk it) --------------
+  Span* small_next = nullptr;
+  Span* small_prev = nullptr;
 
   // --- page heap ordered set of large free spans (treap) ------------------
   Span* left = nullptr;
@@ -74,27 +104,35 @@ struct Span {
     auto a = reinterpret_cast<std::uintptr_t>(p);
     return a >= address_of(first_page) && a < address_of(first_page + page_count);
   }
-  bool has_free_blocks() const noexcept {
-    return free_list != nullptr || carve_next < carve_end;
-  }
 };
 
-// A doubly linked intrusive list of spans (sentinel-free, LIFO).
+// A doubly linked intrusive list of spans (sentinel-free), with both ends
+// known: owners file spans with free blocks at the front and the empty spans
+// they keep at the back.
 struct SpanList {
   Span* head = nullptr;
+  Span* tail = nullptr;
   std::size_t length = 0;
 
   void push(Span* s) noexcept {
     s->prev = nullptr;
     s->next = head;
-    if (head) head->prev = s;
+    if (head) head->prev = s; else tail = s;
     head = s;
+    s->in_list = true;
+    ++length;
+  }
+  void push_back(Span* s) noexcept {
+    s->next = nullptr;
+    s->prev = tail;
+    if (tail) tail->next = s; else head = s;
+    tail = s;
     s->in_list = true;
     ++length;
   }
   void remove(Span* s) noexcept {
     if (s->prev) s->prev->next = s->next; else head = s->next;
-    if (s->next) s->next->prev = s->prev;
+    if (s->next) s->next->prev = s->prev; else tail = s->prev;
     s->next = s->prev = nullptr;
     s->in_list = false;
     --length;

@@ -48,6 +48,9 @@ class Inbox {
 
   bool empty() const noexcept { return head_.load(std::memory_order_relaxed) == 0; }
 
+  // The first item, for statistics (which walk the list without taking it).
+  InboxItem peek_head() const noexcept { return head_.load(std::memory_order_acquire); }
+
  private:
   void push(InboxItem item) noexcept {
     InboxItem old = head_.load(std::memory_order_relaxed);

@@ -7,6 +7,8 @@
 
 namespace strata::detail {
 
+std::atomic<std::uint64_t> g_uncached_remote_frees{0};
+
 namespace {
 
 Destination destination_of(Span* span) noexcept {
@@ -62,7 +64,10 @@ void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexce
 
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   Destination destination = destination_of(span);
-  if (cache == nullptr) return deliver_block(nullptr, destination, block);
+  if (cache == nullptr) {
+    g_uncached_remote_frees.fetch_add(1, std::memory_order_relaxed);  // beside a lock or a CAS
+    return deliver_block(nullptr, destination, block);
+  }
   ++cache->stats.remote_frees;
   Outbox& outbox = cache->outbox;
   OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];

@@ -13,6 +13,9 @@
 // need no atomics and remote frees cost one atomic per parcel.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+
 #include "core/span.h"
 #include "frontend/outbox.h"
 
@@ -24,6 +27,10 @@ class ThreadCache;
 // calling thread's live cache, or nullptr for a thread without one (the
 // block is then delivered at once).
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
+
+// Remote frees by threads without a cache (young or exiting threads): each
+// is delivered on its own, and counted here for statistics.
+extern STRATA_INTERNAL std::atomic<std::uint64_t> g_uncached_remote_frees;
 
 // Delivers a parcel to a destination right away; the parcel then belongs
 // to the destination (a thread) or goes back to `cache`'s spares (central).

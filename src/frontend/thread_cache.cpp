@@ -1,30 +1,40 @@
-// Slow paths of the thread cache, thread creation and exit, fork handling.
+// Slow paths of the thread cache: allocation lists, the spans a thread owns,
+// young threads, thread creation and exit, fork handling.
 #include "frontend/thread_cache.h"
 
 #include <cerrno>
 #include <cstddef>
 #include <pthread.h>
 
-#include "api/options.h"
-#include "api/checked.h"
-#include "api/diagnostics.h"
+#include "backend/background_thread.h"
 #include "backend/metadata_pool.h"
 #include "backend/page_heap.h"
 #include "central/central_cache.h"
+#include "core/diagnostics.h"
+#include "core/ownership.h"
+#include "frontend/misuse.h"
 #include "frontend/remote_free.h"
+#include "platform/options.h"
 
 namespace strata::detail {
 
 namespace {
 
-// Longest a free list may grow (TCMalloc's kMaxDynamicFreeListLength).
-constexpr std::uint32_t kMaxListLength = 8192;
+// A thread stays young (no cache, no spans of its own: one block at a time
+// from the central cache) until it has made this many small allocations: a
+// thread that holds a few blocks then sleeps (thread-per-connection servers)
+// costs no span of its own, and a busy thread pays the central lock only
+// this many times.
+constexpr std::uint32_t kYoungAllocations = 256;
 
-// Fast-path frees between two housekeeping visits.
-constexpr std::int32_t kFreesPerHousekeeping = 256;
+// Allocation slow paths between two housekeeping visits (each reads the
+// clock twice): every slow path hands out a whole list, so this is at most a
+// few thousand mallocs, and span events visit too.
+constexpr std::int32_t kSlowPathsPerHousekeeping = 8;
 
-static_assert(sizeof(ThreadCache) % 2048 == 0, "pool objects must stay 2048-aligned for owner tags");
+static_assert(sizeof(ThreadCache) % 4096 == 0, "pool objects must stay page-aligned");
 static_assert(offsetof(ThreadCache, lists) == kListsOffset, "list offsets assume this layout");
+static_assert(offsetof(ThreadCache, inbox) + sizeof(Inbox) <= 4096, "the hot part fits one OS page");
 
 constinit ThreadCache g_empty_cache;  // new threads: empty lists, owns nothing
 constinit ThreadCache g_dead_cache;   // threads past their exit hook
@@ -37,137 +47,162 @@ pthread_key_t g_exit_key;
 
 }  // namespace
 
+std::size_t g_fast_size_limit = 0;
+
 // initial-exec: one %fs-relative load, no __tls_get_addr call.
 // t_cache is what the fast paths use; t_live_cache is the thread's own cache
-// (nullptr before its first slow path, &g_dead_cache after its exit). They
-// differ only in checking mode, where t_cache stays at the empty cache so
-// that every malloc and free takes the checked slow path.
+// (nullptr while the thread is young, &g_dead_cache after its exit). In
+// checking mode threads stay young for good, so every call is checked.
 constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec"))) = &g_empty_cache;
 namespace {
-thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))) = nullptr;
-}
+constinit thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local std::uint32_t t_young_allocations __attribute__((tls_model("initial-exec"))) = 0;
+}  // namespace
 
-// --- per-list maintenance ------------------------------------------------------
+// --- the spans a cache owns -------------------------------------------------------
 
 namespace {
 
-// A block of a span `cache` owns goes back into its span; a span that was
-// full becomes partial again.
-void return_owned_block(ThreadCache* cache, std::size_t cls, Span* span, void* block) noexcept {
-  --cache->blocks_out[cls];
-  if (return_block(span, block)) {
-    cache->full[cls].remove(span);
-    cache->partial[cls].push(span);
+// An awake span with no block out: kept for reuse while the thread's bound
+// allows (a burst of frees followed by a burst of mallocs then never touches
+// the page heap), else given back.
+void span_emptied(ThreadCache* cache, Span* span) noexcept {
+  std::size_t cls = span->size_class;
+  if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes) {
+    span->kept_empty = true;
+    span->idle_since = monotonic_ns();
+    cache->kept_empty_bytes += span->bytes();
+    cache->partial[cls].remove(span);
+    cache->partial[cls].push_back(span);  // spans with live blocks are used first
+    return;
   }
+  cache->partial[cls].remove(span);
+  g_page_heap.deallocate(span);
+}
+
+// Takes a kept empty span back into use.
+void unkeep(ThreadCache* cache, Span* span) noexcept {
+  if (!span->kept_empty) return;
+  span->kept_empty = false;
+  cache->kept_empty_bytes -= span->bytes();
+}
+
+// The next span to allocate class `cls` from: an owned one with free blocks
+// (fullest first: the front of the list), an unowned one, a fresh one.
+Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
+  if (Span* span = cache->partial[cls].pop()) {
+    unkeep(cache, span);
+    return span;
+  }
+  if (Span* span = g_central[cls].adopt(cache)) {
+    ++cache->stats.spans_adopted;
+    return span;
+  }
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  if (span == nullptr) return nullptr;
+  init_small_span(span, cls, cache);
+  ++cache->stats.spans_new;
+  return span;
+}
+
+// Makes the class's allocation list non-empty from the current span: its
+// own free list (O(1)), topped up with never-used blocks carved from it
+// when the list is short, else its parked blocks. A span whose list is too
+// short to be worth a slow path (fewer blocks than wake_frees, nothing to
+// carve) sleeps while other spans have more, and the next span becomes
+// current. False when the OS refuses memory.
+bool refill(ThreadCache* cache, std::size_t cls) noexcept {
+  AllocList& list = cache->lists[cls];
+  const SizeClassInfo& info = class_info(cls);
+  for (;;) {
+    Span* span = cache->current[cls];
+    if (span != nullptr) {
+      std::uint32_t listed = span->listed_mark - span->countdown;
+      bool can_carve = span->carve_next < span->carve_end;
+      if (!can_carve && span->parked_blocks != 0) {
+        unpark_blocks(span, cache->key);
+        continue;
+      }
+      if (can_carve || listed >= info.wake_frees || (listed != 0 && cache->partial[cls].empty())) {
+        std::uint32_t count = 0;
+        void* head = nullptr;
+        if (listed != 0) {
+          head = take_free_list(span, count);
+          ++cache->stats.lists_taken;
+        }
+        if (count < info.batch && can_carve) {
+          std::uint32_t carved = 0;
+          head = carve_blocks(span, info.batch - count, cache->key, carved, head);
+          count += carved;
+        }
+        list.head = head;
+        list.avail = count;
+        return true;
+      }
+      sleep_span(span);
+      cache->sleeping.push(span);
+      cache->current[cls] = nullptr;
+    }
+    span = next_span(cache, cls);
+    if (span == nullptr) return false;
+    cache->current[cls] = span;
+  }
+}
+
+// Puts the blocks still on the allocation list back on the current span's
+// list (thread exit, flushes).
+void return_alloc_list(ThreadCache* cache, std::size_t cls) noexcept {
+  AllocList& list = cache->lists[cls];
+  Span* span = cache->current[cls];
+  void* block = list.head;
+  list.head = nullptr;
+  list.avail = 0;
+  std::uint32_t budget = span != nullptr ? span->capacity : 0;
+  while (block != nullptr && budget-- != 0) {
+    void* next = list_next(block);
+    push_block(span, block, cache->key);  // the span's countdown may reach 0: the caller looks
+    block = next;
+  }
+}
+
+// Files the current span as an ordinary partial span (or empty one).
+void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
+  Span* span = cache->current[cls];
+  if (span == nullptr) return;
+  cache->current[cls] = nullptr;
+  cache->partial[cls].push(span);
+  if (span->countdown == 0) span_emptied(cache, span);
 }
 
 }  // namespace
 
-void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept {
-  FreeList& list = cache->lists[cls];
-  SpanList empty;
-  while (list.length() > keep && list.head != nullptr) {
-    void* block = list.head;
-    list.head = list_next(block);
-    ++list.room;
-    Span* span = g_page_map.lookup(block);
-    return_owned_block(cache, cls, span, block);
-    if (span->allocated == 0 && cache->partial[cls].length > 1) {
-      // All blocks are back: the pages can serve anyone. The last partial
-      // span stays, so a list that breathes does not churn the page heap.
-      cache->partial[cls].remove(span);
-      empty.push(span);
-    }
+void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
+  std::size_t cls = span->size_class;
+  if (span->sleeping) {
+    // Enough of a full span's blocks came back: it serves allocations again.
+    wake_span(span);
+    cache->sleeping.remove(span);
+    cache->partial[cls].push(span);
+    return;
   }
-  if (list.head == nullptr) list.room = static_cast<std::int32_t>(list.max_length);
-  while (Span* span = empty.pop()) g_page_heap.deallocate(span);
+  // Every block came back. The current span stays current (its list feeds
+  // the next allocation); any other goes.
+  if (span == cache->current[cls]) return;
+  span_emptied(cache, span);
+  housekeeping(cache);
 }
+
+// --- receiving blocks other threads freed -------------------------------------------
 
 namespace {
 
-// Halves every other list's limit, giving their blocks back, until the cache
-// fits its byte bound again (TCMalloc's steal, done wholesale).
-void make_room(ThreadCache* cache, std::size_t growing_cls) noexcept {
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    FreeList& list = cache->lists[cls];
-    if (cls == growing_cls || list.max_length <= 1) continue;
-    std::uint32_t new_max = list.max_length / 2;
-    cache->capacity_bytes -= std::size_t{list.max_length - new_max} * class_size(cls);
-    list.room -= static_cast<std::int32_t>(list.max_length - new_max);
-    list.max_length = new_max;
-    if (list.length() > new_max) shrink_list(cache, cls, new_max);
-  }
-}
-
-void grow_limit(ThreadCache* cache, std::size_t cls, std::uint32_t step) noexcept {
-  FreeList& list = cache->lists[cls];
-  if (list.max_length >= kMaxListLength || g_options.check) return;
-  if (list.max_length + step > kMaxListLength) step = kMaxListLength - list.max_length;
-  std::size_t delta = std::size_t{step} * class_size(cls);
-  if (cache->capacity_bytes + delta > cache->max_bytes) {
-    make_room(cache, cls);
-    if (cache->capacity_bytes + delta > cache->max_bytes) return;
-  }
-  list.max_length += step;
-  list.room += static_cast<std::int32_t>(step);
-  cache->capacity_bytes += delta;
-}
-
-// Takes up to `want` blocks of class `cls` from spans the cache owns, adopts
-// or creates spans as needed; puts them on the free list.
-void refill(ThreadCache* cache, std::size_t cls) noexcept {
-  const SizeClassInfo& info = class_info(cls);
-  FreeList& list = cache->lists[cls];
-  std::uint32_t want = list.max_length < info.batch ? list.max_length : info.batch;
-  if (want == 0) want = 1;
-  BlockChain chain;
-  while (chain.count < want) {
-    Span* span = cache->partial[cls].head;
-    if (span == nullptr) {
-      span = g_central[cls].adopt(cache);
-      if (span != nullptr) {
-        ++cache->stats.spans_adopted;
-        cache->blocks_out[cls] += span->allocated;
-      } else {
-        span = g_page_heap.allocate(info.span_pages, 1, SpanState::kSmall);
-        if (span == nullptr) break;  // out of memory: serve what we have
-        init_small_span(span, cls, cache);
-        ++cache->stats.spans_new;
-      }
-      cache->partial[cls].push(span);
-    }
-    cache->blocks_out[cls] += take_blocks(span, want - chain.count, chain);
-    if (!span->has_free_blocks()) {
-      cache->partial[cls].remove(span);
-      cache->full[cls].push(span);
-    }
-  }
-  if (chain.empty()) return;
-  list_set_next(chain.tail, list.head);
-  list.head = chain.head;
-  list.room -= static_cast<std::int32_t>(chain.count);
-  // Slow start (seed 001, TCMalloc): every time a list runs dry its limit
-  // grows, by one up to the batch size, then by a batch (up to 8192 blocks
-  // and within the thread's byte bound).
-  grow_limit(cache, cls, list.max_length < info.batch ? 1 : info.batch);
-}
-
-// One block of the inbox. Its page's owner tag says, without touching the
-// span, whether we still own the span and which list the block joins (as on
-// the free fast path); the sender may have looked before the span changed
-// hands.
+// One block of the inbox. Its page's owner tag says whether we still own the
+// span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
   ++cache->stats.remote_received;
-  std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
-  if (offset >= 2048) return remote_free(cache, block, g_page_map.lookup(block));
-  if (g_options.check) check_small_free(block, g_page_map.lookup(block));  // freed twice by other threads?
-  FreeList& list = list_at(cache, offset);
-  if (list.room > 0) {
-    list_push(list, block, cache->key);
-    --list.room;
-    return;
-  }
-  return_owned_block(cache, class_of_offset(offset), g_page_map.lookup(block), block);
+  Span* span = g_page_map.lookup(block);
+  if (g_page_map.owner_tag(block) != owner_tag_for(cache)) return remote_free(cache, block, span);
+  free_owned(cache, span, block);
 }
 
 }  // namespace
@@ -191,113 +226,143 @@ void drain_inbox(ThreadCache* cache) noexcept {
   }
 }
 
-// --- slow paths -----------------------------------------------------------------
+// --- housekeeping: memory goes back on time -------------------------------------------
 
 namespace {
-inline void mark_touched(ThreadCache* cache, std::size_t cls) noexcept {
-  cache->touched[cls >> 6] |= std::uint64_t{1} << (cls & 63);
+
+// Once per decay period: empty spans kept a whole period go to the page heap
+// (which returns their pages after its own decay), and partly used spans give
+// back the pages that hold no live block.
+void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
+  std::uint64_t period = g_options.decay_ms * 1000000ull;
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    SpanList& spans = cache->partial[cls];
+    for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
+      Span* before = span->prev;
+      if (now - span->idle_since >= period) {
+        unkeep(cache, span);
+        spans.remove(span);
+        g_page_heap.deallocate(span);
+      }
+      span = before;
+    }
+    for (Span* span = spans.head; span != nullptr && !span->kept_empty; span = span->next)
+      cache->stats.parked_bytes += park_free_units(span, cache->key);
+    g_central[cls].release_kept_if_idle(now, period);
+  }
+  flush_outbox(cache);
 }
+
 }  // namespace
 
-void scavenge_if_due(ThreadCache* cache) noexcept {
+void housekeeping(ThreadCache* cache) noexcept {
+  g_page_heap.maybe_decay();
   std::uint64_t now = monotonic_ns();
   if (now < cache->next_scavenge_ns) return;
   std::uint64_t period = g_options.decay_ms * 1000000ull;
-  if (cache->next_scavenge_ns != 0) {
-    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-      bool touched = (cache->touched[cls >> 6] >> (cls & 63)) & 1;
-      std::uint32_t length = cache->lists[cls].length();
-      if (!touched && length > 0) shrink_list(cache, cls, length / 2);
-    }
-    flush_outbox(cache);
-  }
-  cache->touched[0] = cache->touched[1] = 0;
+  if (cache->next_scavenge_ns != 0) scavenge(cache, now);
   cache->next_scavenge_ns = now + (period != 0 ? period : 1000000000ull);
 }
 
-void housekeeping(ThreadCache* cache) noexcept {
-  cache->frees_until_housekeeping = kFreesPerHousekeeping;
-  g_page_heap.maybe_decay();
-  scavenge_if_due(cache);
-}
-
-void flush_thread_cache(ThreadCache* cache) noexcept {
+std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
   flush_outbox(cache);
   drain_inbox(cache);
+  std::size_t released = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    shrink_list(cache, cls, 0);
-    // shrink_list keeps one empty span per class for a list that breathes;
-    // here everything free goes.
-    for (Span* span = cache->partial[cls].head; span != nullptr;) {
+    if (cache->current[cls] != nullptr) {
+      return_alloc_list(cache, cls);
+      retire_current(cache, cls);
+    }
+    SpanList& spans = cache->partial[cls];
+    for (Span* span = spans.head; span != nullptr;) {
       Span* next = span->next;
-      if (span->allocated == 0) {
-        cache->partial[cls].remove(span);
+      if (span->countdown == 0) {
+        unkeep(cache, span);
+        spans.remove(span);
         g_page_heap.deallocate(span);
+      } else {
+        std::size_t parked = park_free_units(span, cache->key);
+        cache->stats.parked_bytes += parked;
+        released += parked;
       }
       span = next;
     }
   }
   flush_outbox(cache);
+  return released;
 }
 
-void* allocate_slow(std::size_t cls) noexcept {
-  ThreadCache* cache = current_cache();
-  if (cache == nullptr) {
-    void* block = g_central[cls].allocate_one(cls);
-    if (block == nullptr) errno = ENOMEM;
-    return block;
-  }
-  // Checking mode switched on by this very call's initialisation: the
-  // request came through the unchecked fast path; serve it checked.
-  if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, class_size(cls));
-  ++cache->stats.allocs_slow;
-  mark_touched(cache, cls);
-  housekeeping(cache);
-  if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
-  FreeList& list = cache->lists[cls];
-  if (list.head == nullptr) drain_inbox(cache);
-  if (list.head == nullptr) refill(cache, cls);
-  void* block = list.head;
-  if (block == nullptr) {
-    errno = ENOMEM;
-    return nullptr;
-  }
-  list.head = list_next(block);
-  ++list.room;
+// --- slow paths -----------------------------------------------------------------
+
+namespace {
+
+// A thread without spans of its own: one block from the central cache.
+void* allocate_from_central(std::size_t cls) noexcept {
+  void* block = g_central[cls].allocate_one(cls);
+  if (block == nullptr) errno = ENOMEM;
   return block;
 }
 
-void list_too_long(ThreadCache* cache, std::size_t cls) noexcept {
-  mark_touched(cache, cls);
-  housekeeping(cache);
-  FreeList& list = cache->lists[cls];
-  const SizeClassInfo& info = class_info(cls);
-  std::uint32_t length = list.length();
-  std::uint32_t release = length < info.batch ? length : info.batch;
-  shrink_list(cache, cls, length - release);
-  if (list.max_length < info.batch) grow_limit(cache, cls, 1);
+ThreadCache* create_cache() noexcept;
+
+}  // namespace
+
+void* allocate_slow(std::size_t cls, std::size_t size) noexcept {
+  ThreadCache* cache = t_live_cache;
+  if (cache == nullptr) {
+    ensure_initialized();
+    if (++t_young_allocations <= kYoungAllocations || g_options.check) return allocate_from_central(cls);
+    cache = create_cache();
+    if (cache == nullptr) return allocate_from_central(cls);
+  }
+  if (cache == &g_dead_cache) return allocate_from_central(cls);
+  (void)size;
+  ++cache->stats.allocs_slow;
+  if (--cache->slow_until_housekeeping < 0) {
+    cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
+    housekeeping(cache);
+  }
+  if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
+  if (!cache->inbox.empty()) drain_inbox(cache);
+  AllocList& list = cache->lists[cls];
+  if (!refill(cache, cls)) {
+    list.avail = 0;
+    errno = ENOMEM;
+    return nullptr;
+  }
+  void* block = list.head;
+  list.head = list_next(block);
+  --list.avail;
+  clear_free_mark(block);
+  return block;
+}
+
+void suspected_double_free(ThreadCache* cache, void* block) noexcept {
+  Span* span = g_page_map.lookup(block);
+  confirm_not_free(cache, span, block);
+  // A block in use whose second word held the key: an ordinary free.
+  if (push_block(span, block, cache->key)) span_countdown_hit(cache, span);
 }
 
 void deallocate_slow(void* block) noexcept {
   if (block == nullptr) return;
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block))
-    return report_bad_free(block, "free of a pointer strata never returned");
+    report_misuse(block, "free of a pointer strata never returned");
   if (span->state != SpanState::kSmall && span->state != SpanState::kLarge)
-    return report_bad_free(block, "double free (block of a free span)");
+    report_misuse(block, "double free (block of a free span)");
   if (span->state == SpanState::kLarge) {
-    if (block != span->start()) return report_bad_free(block, "free of an interior pointer");
+    if (block != span->start()) report_misuse(block, "free of an interior pointer");
     return g_page_heap.deallocate(span);
   }
   std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                 static_cast<char*>(span->start()));
-  if (offset % class_size(span->size_class) != 0)
-    return report_bad_free(block, "free of an interior pointer");
-  if (g_options.check) checked_release(block, span);
-  ThreadCache* cache = current_cache();
+  if (offset % class_size(span->size_class) != 0) report_misuse(block, "free of an interior pointer");
+  if (g_options.check) checked_free(block, span);
+  ThreadCache* cache = current_cache(false);
   if (cache != nullptr && span->owner.load(std::memory_order_relaxed) == cache) {
     ++cache->stats.frees_slow;
-    return push_owned(cache, list_offset(span->size_class), block);
+    return free_owned(cache, span, block);
   }
   remote_free(cache, block, span);
 }
@@ -336,16 +401,11 @@ ThreadCache* create_cache() noexcept {
     cache->life = ThreadCache::Life::kAlive;
   }
   cache->key = g_list_key;
-  cache->frees_until_housekeeping = kFreesPerHousekeeping;
-  cache->max_bytes = g_options.thread_cache_bytes;
-  cache->capacity_bytes = 0;
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    cache->lists[cls].max_length = g_options.check ? 0 : 1;
-    cache->lists[cls].room = static_cast<std::int32_t>(cache->lists[cls].max_length);
-    cache->capacity_bytes += cache->lists[cls].max_length * class_size(cls);
-  }
+  cache->max_kept_bytes = g_options.thread_cache_bytes;
+  cache->kept_empty_bytes = 0;
+  cache->next_scavenge_ns = 0;
   t_live_cache = cache;
-  t_cache = g_options.check ? &g_empty_cache : cache;
+  t_cache = cache;
   drain_inbox(cache);  // a reused cache may have mail for spans now owned elsewhere
   flush_outbox(cache);
   pthread_setspecific(g_exit_key, cache);
@@ -354,28 +414,35 @@ ThreadCache* create_cache() noexcept {
 
 }  // namespace
 
-ThreadCache* current_cache() noexcept {
+ThreadCache* current_cache(bool create) noexcept {
   ThreadCache* cache = t_live_cache;
   if (__builtin_expect(cache != nullptr, 1)) return cache == &g_dead_cache ? nullptr : cache;
+  if (!create || g_options.check) return nullptr;
   return create_cache();
 }
 
 void release_thread_cache(ThreadCache* cache) noexcept {
   flush_outbox(cache);
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    shrink_list(cache, cls, 0);
-    cache->lists[cls].max_length = 0;
-    cache->lists[cls].room = 0;
-  }
-  cache->capacity_bytes = 0;
-  // Mail that arrived so far: with every limit at 0, blocks of our spans go
-  // back into their spans, the rest on to their owners.
   drain_inbox(cache);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    while (Span* s = cache->full[cls].pop()) cache->partial[cls].push(s);
-    g_central[cls].abandon(cache->partial[cls]);
-    cache->blocks_out[cls] = 0;  // the spans' counts went with them
+    if (cache->current[cls] != nullptr) {
+      return_alloc_list(cache, cls);
+      cache->partial[cls].push(cache->current[cls]);
+      cache->current[cls] = nullptr;
+    }
   }
+  // Every span goes: awake ones as they are, sleeping ones woken first (the
+  // central cache counts blocks out), kept empty ones to the page heap
+  // through abandon (no block out).
+  while (Span* span = cache->sleeping.pop()) {
+    wake_span(span);
+    cache->partial[span->size_class].push(span);
+  }
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    for (Span* span = cache->partial[cls].head; span != nullptr; span = span->next) span->kept_empty = false;
+    g_central[cls].abandon(cache->partial[cls]);
+  }
+  cache->kept_empty_bytes = 0;
   // Anything sent to us from now on finds the spans unowned, or is routed by
   // the next thread that takes this cache over.
   drain_inbox(cache);
@@ -400,6 +467,8 @@ std::atomic<int> g_init_state{0};  // 0 none, 2 ready
 constinit thread_local bool t_initializing __attribute__((tls_model("initial-exec"))) = false;
 }  // namespace
 
+bool initialized() noexcept { return g_init_state.load(std::memory_order_acquire) == 2; }
+
 void ensure_initialized() noexcept {
   if (__builtin_expect(g_init_state.load(std::memory_order_acquire) == 2, 1)) return;
   if (t_initializing) return;  // nested call from the set-up below
@@ -414,6 +483,7 @@ void ensure_initialized() noexcept {
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
+    if (!g_options.check) g_fast_size_limit = 1025;
     pthread_key_create(&g_exit_key, on_thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     g_init_state.store(2, std::memory_order_release);

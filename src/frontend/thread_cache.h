@@ -1,23 +1,32 @@
 // The thread cache: the top tier. One per thread, reached through an
-// initial-exec thread_local pointer; a free list per size class; no lock and
-// no atomic read-modify-write on the fast path.
+// initial-exec thread_local pointer; no lock and no atomic read-modify-write
+// on the fast paths.
 //
-// A thread cache also *owns* spans: the spans it carved its blocks from.
-// Blocks of an owned span, freed by the owning thread, go straight onto its
-// free list (the fast path below). Blocks freed by any other thread travel
-// back to the owner in batches through its Inbox (frontend/remote_free.h).
-// So a free list only ever holds blocks of spans its thread owns, and only
-// the owner ever touches an owned span's free list and counts.
+// A thread cache *owns* spans, and the free blocks of an owned span live on
+// that span's own free list (free-list sharding, as in mimalloc): a free
+// pushes the block onto its span's list, whatever the span, so a burst of
+// frees touches each block once and never overflows anything. Allocation
+// pops the class's *allocation list*: a whole list the slow path took from
+// one span (the class's current span) in O(1), or a run it carved from
+// never-used memory. Blocks freed by any other thread travel back to the
+// owner in parcels through its Inbox (frontend/remote_free.h), and join
+// their span's list when the owner drains it.
 //
 // Fast paths (inline here) and slow paths (thread_cache.cpp) pair up:
-//   allocate          -> allocate_slow   (list empty: inbox, owned spans,
-//                                         central cache, page heap)
-//   deallocate        -> deallocate_slow (not ours: remote, large, invalid)
-//                     -> list_too_long   (over the list's length limit)
+//   allocate   -> allocate_slow      (allocation list used up: the current
+//                                     span's list, carving, other spans,
+//                                     central cache, page heap)
+//   deallocate -> deallocate_slow    (not ours: remote, large, invalid)
+//              -> span_countdown_hit (the span became empty, or a sleeping
+//                                     span collected enough frees to wake)
+//              -> suspected_double_free
 //
-// "Not initialised yet" looks like "cache empty": a new thread's pointer
-// starts at an empty static cache whose lists are empty and which owns no
-// span, so both fast paths fall into their slow paths without an extra test.
+// "Not initialised yet" looks like "allocation list empty": a new thread's
+// pointer starts at an empty static cache whose lists are empty and which
+// owns no span, so both fast paths fall into their slow paths without an
+// extra test. A thread gets a cache of its own only once it proves busy;
+// until then (a *young* thread) it allocates one block at a time from the
+// central cache, which costs a lock per call but no memory per thread.
 #pragma once
 
 #include <cstddef>
@@ -27,21 +36,19 @@
 #include "core/page_map.h"
 #include "core/size_classes.h"
 #include "core/span.h"
+#include "core/span_blocks.h"
 #include "frontend/inbox.h"
 #include "frontend/outbox.h"
 
 namespace strata::detail {
 
-// The fast paths touch only `head` and `room` (= max_length - length), so a
-// free tests its limit with one decrement and a sign check.
-struct FreeList {
+// The blocks malloc hands out next, for one class: a list of `avail` blocks
+// of the class's current span. The fast path tests the head (a static empty
+// cache shared by threads without a cache of their own is never written)
+// and counts `avail` down so that statistics know what is cached.
+struct AllocList {
   void* head = nullptr;
-  std::int32_t room = 0;         // max_length - length; negative: over the limit
-  std::uint32_t max_length = 0;  // slow start: grows on refills (seed 001)
-
-  std::uint32_t length() const noexcept {
-    return static_cast<std::uint32_t>(static_cast<std::int64_t>(max_length) - room);
-  }
+  std::int64_t avail = 0;
 };
 
 struct ThreadCacheStats {
@@ -52,136 +59,126 @@ struct ThreadCacheStats {
   std::uint64_t batches_sent = 0;
   std::uint64_t spans_adopted = 0;
   std::uint64_t spans_new = 0;
+  std::uint64_t lists_taken = 0;       // allocation lists taken from spans in O(1)
+  std::uint64_t parked_bytes = 0;      // pages of partly used spans given back
 };
 
-// 2048-aligned: the low 11 bits of its address carry a list's byte offset
-// in page map owner tags (core/page_map.h), so the free fast path gets its
-// list's address from the tag with one XOR.
-class alignas(2048) ThreadCache {
+// 4096-aligned, the first OS page holding what every thread touches (the
+// fast paths' lists, the outbox, the inbox), the later pages what only a
+// thread owning spans touches.
+class alignas(4096) ThreadCache {
  public:
-  // --- hot: the list key and the free lists, first in the object -----------
+  // --- page 1: hot ---------------------------------------------------------
   std::uintptr_t key = 0;  // == g_list_key, kept here to save a load per op
-  // Frees until the next housekeeping visit (decay of free pages, idle list
-  // scavenging): a program that only ever hits the fast paths still returns
-  // memory on time. Two instructions per free; one clock read per 256 frees.
-  std::int32_t frees_until_housekeeping = 0;
-  std::int32_t unused_ = 0;
-  FreeList lists[kNumClasses];
-
-  // --- cold ----------------------------------------------------------------
-  SpanList partial[kNumClasses];  // owned spans with free blocks
-  SpanList full[kNumClasses];     // owned spans without
+  std::uintptr_t unused_ = 0;
+  AllocList lists[kNumClasses];
   Outbox outbox;
   Parcel* spare_parcels = nullptr;  // drained parcels kept for our own next batches
   std::uint32_t spare_parcel_count = 0;
-  std::size_t capacity_bytes = 0;  // sum of max_length * size over classes
-  std::size_t max_bytes = 0;
-  // Idle scavenging: lists with no slow path in a whole decay period give
-  // half their blocks back (a list the fast path alone keeps busy refills
-  // once; an idle one empties in a few periods).
-  std::uint64_t touched[2] = {0, 0};  // bit per class: a slow path this period
-  std::uint64_t next_scavenge_ns = 0;
+  enum class Life : std::uint8_t { kStatic, kAlive, kDead } life = Life::kStatic;
+  std::int32_t slow_until_housekeeping = 0;  // allocation slow paths until the next visit
   ThreadCacheStats stats;
-  // Blocks out of the spans this cache owns, per class (in use by the
-  // program, in this cache's lists, or travelling back). Owner-written;
-  // statistics read them with relaxed atomic loads.
-  std::uint64_t blocks_out[kNumClasses] = {};
+  Inbox inbox;
+
+  // --- later pages: the spans this cache owns ------------------------------
+  Span* current[kNumClasses] = {};  // the span the allocation list comes from
+  SpanList partial[kNumClasses];    // owned awake spans with free blocks (empty ones at the back)
+  SpanList sleeping;                // owned spans asleep since they were full, all classes
+  std::size_t kept_empty_bytes = 0;  // empty spans kept for reuse (bounded by max_kept_bytes)
+  std::size_t max_kept_bytes = 0;
+  std::uint64_t next_scavenge_ns = 0;
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
-  enum class Life : std::uint8_t { kStatic, kAlive, kDead } life = Life::kStatic;
-  Inbox inbox;
 };
+
+// Sizes below this take the inline malloc path (api/allocator.h): 0 until
+// the process is set up and in checking mode (every malloc then reaches the
+// general path, which sets up and checks), 1025 otherwise. A variable limit
+// costs the same one compare as a constant one.
+extern STRATA_INTERNAL std::size_t g_fast_size_limit;
 
 // The calling thread's cache (or the empty/dead static cache).
 extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
-void* allocate_slow(std::size_t cls) noexcept;
+void* allocate_slow(std::size_t cls, std::size_t size) noexcept;
 void deallocate_slow(void* block) noexcept;
-void list_too_long(ThreadCache* cache, std::size_t cls) noexcept;
-// Every slow path, and every 256th fast free: the page heap's decay when
-// due, then idle-list scavenging when due.
-void housekeeping(ThreadCache* cache) noexcept;
+void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
+void suspected_double_free(ThreadCache* cache, void* block) noexcept;
 
-// Byte offset of class `cls`'s free list inside a ThreadCache, and back.
+// Byte offset of class `cls`'s allocation list inside a ThreadCache, and back.
 inline constexpr std::uintptr_t kListsOffset = 16;
 inline constexpr std::uintptr_t list_offset(std::size_t cls) noexcept {
-  return kListsOffset + cls * sizeof(FreeList);
+  return kListsOffset + cls * sizeof(AllocList);
 }
 inline constexpr std::size_t class_of_offset(std::uintptr_t offset) noexcept {
-  return (offset - kListsOffset) / sizeof(FreeList);
-}
-static_assert(list_offset(kNumClasses) <= 2048, "list offsets must fit below the cache alignment");
-
-inline FreeList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
-  return *reinterpret_cast<FreeList*>(reinterpret_cast<char*>(cache) + offset);
+  return (offset - kListsOffset) / sizeof(AllocList);
 }
 
-// Fast path of every small malloc; `offset` = list_offset(class).
-inline void* allocate_at(std::uintptr_t offset) noexcept {
+inline AllocList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
+  return *reinterpret_cast<AllocList*>(reinterpret_cast<char*>(cache) + offset);
+}
+
+// Fast path of every small malloc; `offset` = list_offset(class), `size`
+// the request (only the slow path looks at it: heap profiling records it).
+inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
   ThreadCache* cache = t_cache;
-  FreeList& list = list_at(cache, offset);
+  AllocList& list = list_at(cache, offset);
   void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset));
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size);
   list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, cache->key));
-  ++list.room;
+  --list.avail;
+  clear_free_mark(block);
   return block;
 }
 
-inline void* allocate_small(std::size_t cls) noexcept { return allocate_at(list_offset(cls)); }
-
-// Links `block` in as the list's head (`key`: the cache's copy of g_list_key).
-inline void list_push(FreeList& list, void* block, std::uintptr_t key) noexcept {
-  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(list.head), key);
-  list.head = block;
+inline void* allocate_small(std::size_t size, std::size_t cls) noexcept {
+  return allocate_at(size, list_offset(cls));
 }
 
-// Pushes a block of a span `cache` owns on the list at `offset`; the list's
-// limit and the housekeeping countdown send it to the slow paths.
-inline void push_owned(ThreadCache* cache, std::uintptr_t offset, void* block) noexcept {
-  FreeList& list = list_at(cache, offset);
-  list_push(list, block, cache->key);
-  if (__builtin_expect(--list.room < 0, 0)) return list_too_long(cache, class_of_offset(offset));
-  if (__builtin_expect(--cache->frees_until_housekeeping < 0, 0)) housekeeping(cache);
+// Pushes a block of a span `cache` owns onto the span's list.
+inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
+  if (__builtin_expect(has_free_mark(block, cache->key), 0)) return suspected_double_free(cache, block);
+  if (__builtin_expect(push_block(span, block, cache->key), 0)) span_countdown_hit(cache, span);
 }
 
 // Fast path of every free: a block of a span this thread owns. The page's
-// owner tag is (owning cache | list offset): XOR with our cache leaves the
-// offset when we own the span, and a value >= 2048 otherwise (another owner,
-// a large or free span, a pointer strata never returned, NULL).
+// owner tag is the owning cache's address: anything else (another owner, no
+// owner, a large or free span, a pointer strata never returned, NULL) takes
+// the slow path.
 inline void deallocate(void* block) noexcept {
   ThreadCache* cache = t_cache;
-  std::uintptr_t offset = g_page_map.owner_tag(block) ^ reinterpret_cast<std::uintptr_t>(cache);
-  if (__builtin_expect(offset >= 2048, 0)) return deallocate_slow(block);
-  push_owned(cache, offset, block);
-}
-
-// The owner tag of pages of a span `owner` owns (0 when no thread owns it).
-inline std::uintptr_t owner_tag_for(ThreadCache* owner, std::size_t cls) noexcept {
-  return owner == nullptr ? 0 : reinterpret_cast<std::uintptr_t>(owner) | list_offset(cls);
+  // Plain loads (so that the compare takes its operand from memory): the
+  // entry of a block this thread owns was written by this thread or before
+  // the block was handed to it.
+  PageMap::EntryRef entry = g_page_map.entry_ref(block);
+  if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0)) return deallocate_slow(block);
+  free_owned(cache, entry.span(), block);
 }
 
 // The calling thread's live cache, created on first use; nullptr for a
-// thread past its exit (its TLS destructor ran) or when the OS refuses memory.
-ThreadCache* current_cache() noexcept;
+// thread past its exit (its TLS destructor ran), for a young thread (when
+// `create` is false) or when the OS refuses memory.
+ThreadCache* current_cache(bool create = true) noexcept;
 
-// Gives everything a cache holds back: cached blocks to their spans, owned
-// spans to the central cache, the outbox to its destinations (thread exit).
+// Gives everything a cache holds back: allocation lists to their spans,
+// owned spans to the central cache, the outbox to its destinations (thread
+// exit).
 void release_thread_cache(ThreadCache* cache) noexcept;
 
-// Returns the cached blocks of one class beyond `keep` to their spans.
-void shrink_list(ThreadCache* cache, std::size_t cls, std::uint32_t keep) noexcept;
+// Gives back what the calling thread can: allocation lists to their spans,
+// empty spans to the page heap, unused pages of its partly used spans to
+// the OS, the outbox to its destinations (strata_release_free_memory).
+std::size_t flush_thread_cache(ThreadCache* cache) noexcept;
 
-// Gives back half of every list idle for a decay period.
-void scavenge_if_due(ThreadCache* cache) noexcept;
-
-// Empties the calling thread's lists and outbox (strata_release_free_memory).
-void flush_thread_cache(ThreadCache* cache) noexcept;
+// Every slow path: the page heap's decay when due, then the thread's own
+// scavenging when a decay period has passed.
+void housekeeping(ThreadCache* cache) noexcept;
 
 // Sends the outbox's batches now.
 void flush_outbox(ThreadCache* cache) noexcept;
 
-// Drains the inbox into the free lists (blocks of spans we no longer own
-// are sent on).
+// Drains the inbox: blocks of our spans join their spans' lists (blocks of
+// spans we no longer own are sent on).
 void drain_inbox(ThreadCache* cache) noexcept;
 
 // Bytes mapped for ThreadCache objects.
@@ -192,6 +189,7 @@ void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept;
 
 // Process-wide setup (secret key, thread exit hook, fork handlers).
 void ensure_initialized() noexcept;
+bool initialized() noexcept;
 
 // Fork support.
 void fork_prepare() noexcept;

@@ -1,5 +1,7 @@
-/* Commits one kind of heap misuse, chosen by argv[1]; run with
- * STRATA_CHECK=1, strata must report it and abort. Linked with libstrata.a. */
+/* Commits one kind of heap misuse, chosen by argv[1] ("busy-<kind>": after
+ * the thread has become busy); strata must report it and abort (the checks
+ * of checking mode with STRATA_CHECK=1, double and invalid frees in the
+ * default mode too). Linked with libstrata.a. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +15,21 @@ static void* free_in_thread(void* arg) {
   return NULL;
 }
 
+/* A thread that allocates this much gets a cache of its own (frees of its
+ * blocks then take the fast path, where the free mark is checked). */
+static void become_busy(void) {
+  static void* blocks[4096];
+  for (int i = 0; i < 4096; ++i) blocks[i] = malloc(40);
+  for (int i = 0; i < 4096; ++i) free(blocks[i]);
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return 2;
   const char* what = argv[1];
+  if (strncmp(what, "busy-", 5) == 0) {
+    become_busy();
+    what += 5;
+  }
   char* p = malloc(40);
   char* volatile keep = p;
   if (strcmp(what, "double-free") == 0) {

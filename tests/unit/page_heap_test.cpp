@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "backend/page_heap.h"
-#include "api/options.h"
+#include "platform/options.h"
 #include "core/page_map.h"
 
 using namespace strata::detail;

@@ -3,12 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
 
 #include "central/central_cache.h"
+#include "core/ownership.h"
 #include "core/page_map.h"
+#include "core/span_blocks.h"
 #include "frontend/remote_free.h"
 #include "frontend/thread_cache.h"
 #include "strata/strata.h"
@@ -67,7 +70,6 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
   ASSERT_EQ(span_c->owner.load(), nullptr);
 
   std::thread([&] {
-    strata_free(strata_malloc(8));
     ThreadCache* cache = current_cache();
     ASSERT_NE(cache, nullptr);
     remote_free(cache, block_a, span_a);  // queued for central A
@@ -97,53 +99,41 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
   strata_release_free_memory();
 }
 
-// Both kinds of inbox item reach the owner's list: parcels (from a thread's
-// outbox) and single blocks (from a thread without a cache). Drained parcels
-// become the owner's spares, up to a bound.
-TEST(RemoteFree, ParcelsAndSingleBlocksReachTheOwnersList) {
-  const std::size_t cls = size_to_class(2000);
+// Both kinds of inbox item reach the owner: parcels (from a thread's outbox)
+// and single blocks (from a thread without a cache); each block joins its
+// own span's free list, exactly once. Drained parcels become the owner's
+// spares, up to a bound.
+TEST(RemoteFree, ParcelsAndSingleBlocksReachTheirSpans) {
   constexpr int kBlocks = 200;  // three full parcels and a partial one
-  auto owner = std::make_unique<ThreadCache>();
-  owner->lists[cls].max_length = 1000;
-  owner->lists[cls].room = 1000;
-
   std::vector<void*> blocks;
-  std::thread([&] {
-    for (int i = 0; i < kBlocks + 1; ++i) blocks.push_back(strata_malloc(2000));
-  }).join();
-  owner->key = g_list_key;  // set by the first malloc of the process
-  // The allocating thread exited: its spans are unowned. Hand them to `owner`.
-  std::vector<Span*> spans;
-  for (void* b : blocks) {
-    Span* span = g_page_map.lookup(b);
-    if (span->owner.load() != owner.get()) {
-      set_owner(span, owner.get());
-      spans.push_back(span);
+  std::atomic<int> stage{0};
+  std::thread owner([&] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    for (int i = 0; i < kBlocks + 2; ++i) blocks.push_back(strata_malloc(2000));
+    void* keep = blocks.back();  // one block stays live so that no span empties
+    blocks.pop_back();
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    drain_inbox(cache);
+    EXPECT_EQ(cache->stats.remote_received, std::uint64_t{kBlocks} + 1);
+    EXPECT_GE(cache->spare_parcel_count, 3u);
+    EXPECT_LE(cache->spare_parcel_count, Parcel::kMaxSpares);
+    for (void* b : blocks) {
+      Span* span = g_page_map.lookup(b);
+      EXPECT_TRUE(span_list_contains(span, b, g_list_key) || span->kept_empty || span_allocated(span) == 0)
+          << "every block reached its span";
     }
-  }
-
+    strata_free(keep);
+  });
+  while (stage.load() != 1) std::this_thread::yield();
   std::thread([&] {
-    strata_free(strata_malloc(8));
     ThreadCache* cache = current_cache();
     for (int i = 0; i < kBlocks; ++i) strata_free(blocks[i]);
     flush_outbox(cache);
   }).join();
   remote_free(nullptr, blocks[kBlocks], g_page_map.lookup(blocks[kBlocks]));  // a thread without a cache
-
-  drain_inbox(owner.get());
-  EXPECT_EQ(owner->stats.remote_received, std::uint64_t{kBlocks} + 1);
-  EXPECT_EQ(owner->lists[cls].length(), std::uint32_t{kBlocks} + 1);
-  EXPECT_GE(owner->spare_parcel_count, 3u);
-  EXPECT_LE(owner->spare_parcel_count, Parcel::kMaxSpares);
-  std::vector<void*> listed;
-  for (void* b = owner->lists[cls].head; b != nullptr; b = list_next(b)) listed.push_back(b);
-  std::sort(listed.begin(), listed.end());
-  std::sort(blocks.begin(), blocks.end());
-  EXPECT_EQ(listed, blocks) << "every block arrived exactly once";
-
-  // Give everything back: the spans to the central cache, the blocks freed.
-  for (Span* span : spans) set_owner(span, nullptr);
-  for (void* b : blocks) strata_free(b);
-  release_spare_parcels(owner.get());
+  stage = 2;
+  owner.join();
   strata_release_free_memory();
 }

@@ -28,7 +28,7 @@ TEST(SizeClasses, WasteBounds) {
     } else {
       // 16-byte alignment of every block >= 16 B costs up to 15 B here
       // (docs/design.md: why strata keeps glibc's alignment).
-      ASSERT_LE(waste, size <= 8 ? 7u : 15u) << size;
+      ASSERT_LE(waste, 15u) << size;
     }
   }
 }
@@ -43,7 +43,8 @@ TEST(SizeClasses, AlignmentAndMonotonicity) {
       EXPECT_GT(size, class_size(cls - 1));
     }
   }
-  for (std::size_t p = 8; p <= kMaxSmallSize; p *= 2)
+  EXPECT_EQ(class_size(1), 16u) << "every block has room for its link and free mark";
+  for (std::size_t p = 16; p <= kMaxSmallSize; p *= 2)
     EXPECT_EQ(class_size(size_to_class(p)), p) << "power of two " << p << " is a class";
   EXPECT_EQ(class_size(kNumClasses - 1), kMaxSmallSize);
 }

@@ -1,59 +1,141 @@
-// The thread cache: slow start, the byte bound, thread-exit return, and
-// cross-thread frees through outbox and inbox.
+// The thread cache: free lists per span (a burst of frees goes straight to
+// the spans), allocation lists, kept empty spans and their bound, sleeping
+// full spans, young threads, thread-exit return, and cross-thread frees
+// through outbox and inbox.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <atomic>
+#include <random>
 #include <thread>
 #include <vector>
 
 #include "backend/page_heap.h"
 #include "core/page_map.h"
+#include "core/span_blocks.h"
 #include "frontend/thread_cache.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
 
-TEST(ThreadCache, SlowStartGrowsTheListLimit) {
+namespace {
+
+// Blocks on a span's own free list, by walking it.
+std::uint32_t listed_by_walk(const Span* span) {
+  std::uint32_t n = 0;
+  for (void* b = span->free_list; b != nullptr; b = list_next(b)) ++n;
+  return n;
+}
+
+// The counting invariant of core/span.h for every span `cache` owns, with
+// the allocation lists counted as out of their spans.
+void expect_counts_add_up(ThreadCache* cache) {
+  auto check = [](const Span* span) {
+    EXPECT_EQ(span_listed(span), listed_by_walk(span)) << "listed_mark tracks the list";
+    EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
+  };
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    if (cache->current[cls]) check(cache->current[cls]);
+    for (Span* s = cache->partial[cls].head; s; s = s->next) check(s);
+  }
+  for (Span* s = cache->sleeping.head; s; s = s->next) check(s);
+}
+
+}  // namespace
+
+TEST(ThreadCache, YoungThreadsOwnNoSpans) {
+  void* held = nullptr;
+  std::thread([&] {
+    for (int i = 0; i < 100; ++i) strata_free(strata_malloc(16 + i % 64));
+    held = strata_malloc(1000);
+    EXPECT_EQ(current_cache(false), nullptr) << "a thread that did little has no cache of its own";
+    EXPECT_EQ(g_page_map.lookup(held)->owner.load(), nullptr) << "its blocks come from unowned spans";
+  }).join();
+  strata_free(held);
+}
+
+TEST(ThreadCache, BusyThreadsGetACacheAndOwnTheirSpans) {
   std::thread([] {
-    const std::size_t cls = size_to_class(48);
-    strata_free(strata_malloc(48));
-    ThreadCache* cache = current_cache();
-    ASSERT_NE(cache, nullptr);
-    std::uint32_t first = cache->lists[cls].max_length;
     std::vector<void*> blocks;
-    for (int round = 0; round < 50; ++round) {
-      for (int i = 0; i < 200; ++i) blocks.push_back(strata_malloc(48));
-      for (void* b : blocks) strata_free(b);
-      blocks.clear();
-    }
-    EXPECT_GT(cache->lists[cls].max_length, first);
-    EXPECT_GE(cache->lists[cls].max_length, class_info(cls).batch)
-        << "a list that keeps running dry earns at least a batch";
-    EXPECT_LE(cache->lists[cls].length(), cache->lists[cls].max_length);
+    for (int i = 0; i < 2000; ++i) blocks.push_back(strata_malloc(48));
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr) << "a thread that allocated a lot graduated";
+    EXPECT_EQ(g_page_map.lookup(blocks.back())->owner.load(), cache);
+    for (void* b : blocks) strata_free(b);
   }).join();
 }
 
-TEST(ThreadCache, HeldBytesStayUnderTheBound) {
+TEST(ThreadCache, ABurstOfFreesGoesStraightToItsSpans) {
   std::thread([] {
-    strata_free(strata_malloc(16));
     ThreadCache* cache = current_cache();
     ASSERT_NE(cache, nullptr);
-    // Churn many classes hard: every list wants to grow.
+    const std::size_t cls = size_to_class(64);
     std::vector<void*> blocks;
-    for (int round = 0; round < 20; ++round)
+    for (int round = 0; round < 3; ++round) {
+      for (int i = 0; i < 20000; ++i) blocks.push_back(strata_malloc(64));
+      expect_counts_add_up(cache);
+      std::uint64_t slow_before = cache->stats.frees_slow;
+      for (void* b : blocks) strata_free(b);
+      blocks.clear();
+      EXPECT_EQ(cache->stats.frees_slow, slow_before) << "owned blocks never take the free slow path";
+      expect_counts_add_up(cache);
+      // Every span of the class is empty now: kept (within the bound) or gone.
+      std::size_t kept = 0;
+      for (Span* s = cache->partial[cls].head; s; s = s->next) {
+        EXPECT_EQ(span_allocated(s), 0u);
+        if (s->kept_empty) kept += s->bytes();
+      }
+      EXPECT_EQ(cache->sleeping.length, 0u);
+      EXPECT_LE(cache->kept_empty_bytes, cache->max_kept_bytes);
+    }
+  }).join();
+}
+
+TEST(ThreadCache, KeptEmptySpansStayUnderTheBound) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    std::vector<void*> blocks;
+    for (int round = 0; round < 10; ++round)
       for (std::size_t size = 16; size <= 64 * 1024; size = size * 5 / 4 + 16) {
-        for (int i = 0; i < 64; ++i) blocks.push_back(strata_malloc(size));
+        for (int i = 0; i < 200; ++i) blocks.push_back(strata_malloc(size));
         for (void* b : blocks) strata_free(b);
         blocks.clear();
       }
-    std::size_t held = 0, capacity = 0;
-    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-      held += std::size_t{cache->lists[cls].length()} * class_size(cls);
-      capacity += std::size_t{cache->lists[cls].max_length} * class_size(cls);
-    }
-    EXPECT_EQ(capacity, cache->capacity_bytes);
-    EXPECT_LE(cache->capacity_bytes, cache->max_bytes);
-    EXPECT_LE(held, cache->max_bytes);
+    std::size_t kept = 0;
+    for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+      for (Span* s = cache->partial[cls].head; s; s = s->next)
+        if (s->kept_empty) {
+          kept += s->bytes();
+          EXPECT_EQ(span_allocated(s), 0u);
+        }
+    EXPECT_EQ(kept, cache->kept_empty_bytes);
+    EXPECT_LE(cache->kept_empty_bytes, cache->max_kept_bytes);
+    expect_counts_add_up(cache);
+  }).join();
+}
+
+TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t size = 4000;
+    const std::size_t cls = size_to_class(size);
+    const SizeClassInfo& info = class_info(cls);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < 3 * info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* first = g_page_map.lookup(blocks[0]);
+    ASSERT_TRUE(first->sleeping) << "a span the thread used up sleeps";
+    // Frees short of the wake count leave it asleep; the next one wakes it.
+    for (std::uint32_t i = 0; i + 1 < info.wake_frees; ++i) strata_free(blocks[i]);
+    EXPECT_TRUE(first->sleeping);
+    strata_free(blocks[info.wake_frees - 1]);
+    EXPECT_FALSE(first->sleeping);
+    EXPECT_EQ(span_allocated(first), info.span_objects - info.wake_frees);
+    expect_counts_add_up(cache);
+    for (std::size_t i = info.wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
+    expect_counts_add_up(cache);
   }).join();
 }
 
@@ -66,9 +148,46 @@ TEST(ThreadCache, ThreadExitGivesEverythingBack) {
       for (void* b : blocks) strata_free(b);
     }).join();
   }
-  // Nothing is live, nothing is cached by a dead thread: at most the spans
+  // Nothing is live, nothing is held by a dead thread: at most the spans
   // this thread itself keeps are still out.
   EXPECT_LE(g_page_heap.stats().in_use_spans, base + 2);
+}
+
+TEST(ThreadCache, PagesWithoutLiveBlocksGoBackFromPartlyUsedSpans) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    std::mt19937 random(7);
+    std::vector<unsigned char*> blocks;
+    for (int i = 0; i < 200000; ++i) {
+      auto* p = static_cast<unsigned char*>(strata_malloc(16 + random() % 241));
+      p[0] = static_cast<unsigned char>(i);
+      blocks.push_back(p);
+    }
+    std::shuffle(blocks.begin(), blocks.end(), random);
+    std::vector<unsigned char*> live(blocks.begin(), blocks.begin() + 2000);  // 1% stays
+    for (std::size_t i = 2000; i < blocks.size(); ++i) strata_free(blocks[i]);
+    std::uint64_t before = cache->stats.parked_bytes;
+    std::size_t released = strata_release_free_memory();
+    EXPECT_GT(cache->stats.parked_bytes, before) << "whole free pages of partly used spans went back";
+    EXPECT_GT(released, std::size_t{8} << 20);
+    strata_stats_t stats;
+    strata_stats(&stats);
+    EXPECT_GE(stats.parked_bytes, cache->stats.parked_bytes - before);
+    expect_counts_add_up(cache);
+    // The live blocks are intact, and the parked memory serves again.
+    for (std::size_t i = 0; i < live.size(); ++i) EXPECT_NE(g_page_map.lookup(live[i]), nullptr);
+    std::vector<void*> again;
+    for (int i = 0; i < 200000; ++i) {
+      auto* p = static_cast<unsigned char*>(strata_malloc(16 + random() % 241));
+      std::memset(p, 0x5a, 16);
+      again.push_back(p);
+    }
+    expect_counts_add_up(cache);
+    for (void* p : again) strata_free(p);
+    for (void* p : live) strata_free(p);
+    expect_counts_add_up(cache);
+  }).join();
 }
 
 TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
@@ -77,33 +196,34 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
   std::atomic<int> stage{0};
   ThreadCache* owner_cache = nullptr;
   std::thread owner([&] {
-    for (int i = 0; i < kBlocks; ++i) blocks[i] = strata_malloc(64);
     owner_cache = current_cache();
+    for (int i = 0; i < kBlocks; ++i) blocks[i] = strata_malloc(64);
     stage = 1;
     while (stage.load() != 2) std::this_thread::yield();
     // Running dry drains the inbox: the blocks freed over there come back.
     std::uint64_t received_before = owner_cache->stats.remote_received;
     std::vector<void*> again;
     for (int i = 0; i < kBlocks; ++i) again.push_back(strata_malloc(64));
-    EXPECT_GE(owner_cache->stats.remote_received - received_before, std::uint64_t{kBlocks} * 9 / 10);
+    EXPECT_EQ(owner_cache->stats.remote_received - received_before, std::uint64_t{kBlocks});
+    expect_counts_add_up(owner_cache);
     for (void* b : again) strata_free(b);
   });
   while (stage.load() != 1) std::this_thread::yield();
   std::thread freer([&] {
-    strata_free(strata_malloc(8));
     ThreadCache* mine = current_cache();
     std::uint64_t sent_before = mine->stats.batches_sent;
     for (void* b : blocks) {
-      ASSERT_NE(g_page_map.owner_tag(b), 0u);
+      ASSERT_EQ(g_page_map.owner_tag(b), reinterpret_cast<std::uintptr_t>(owner_cache));
       strata_free(b);
     }
+    flush_outbox(mine);
     std::uint64_t batches = mine->stats.batches_sent - sent_before;
     EXPECT_GE(mine->stats.remote_frees, std::uint64_t{kBlocks});
     // One atomic push per batch of (up to) 64 blocks, not one per block.
     EXPECT_LE(batches, std::uint64_t{kBlocks} / 64 + 1);
     EXPECT_GE(batches, std::uint64_t{kBlocks} / 64 - 1);
   });
-  freer.join();  // exit flushes the rest of the outbox
+  freer.join();
   stage = 2;
   owner.join();
 }

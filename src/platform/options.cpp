@@ -1,10 +1,6 @@
-#include "api/options.h"
+#include "platform/options.h"
 
 #include "platform/os.h"
-
-namespace strata::detail {
-extern std::size_t g_fast_size_limit;
-}
 
 namespace strata::detail {
 
@@ -88,7 +84,6 @@ void load_options() noexcept {
   read_bool("STRATA_BACKGROUND_THREAD", g_options.background_thread);
   read_bool("STRATA_HUGE_PAGES", g_options.huge_pages);
   read_bool("STRATA_SHOW_STATS", g_options.show_stats);
-  if (g_options.check) g_fast_size_limit = 0;  // every malloc takes the checked path
 }
 
 }  // namespace strata::detail

@@ -25,8 +25,4 @@ extern STRATA_INTERNAL Options g_options;
 // Reads the environment; malformed values warn on stderr and keep the default.
 void load_options() noexcept;
 
-// The optional background thread (STRATA_BACKGROUND_THREAD=1).
-void start_background_thread_if_wanted() noexcept;
-void background_thread_after_fork_child() noexcept;
-
 }  // namespace strata::detail

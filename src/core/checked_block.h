@@ -1,0 +1,36 @@
+// The layout of a block in checking mode (STRATA_CHECK=1), shared by the
+// tiers that hand blocks out (api/checked.h) and take them back
+// (frontend/misuse.h).
+//
+// A checked block carries, after the program's bytes, a canary (0xcb bytes)
+// up to its last 8 bytes, which hold the requested size XOR a secret:
+//
+//   [ program's bytes | canary ... | size ^ secret ]
+//
+// A free block is poisoned (0xdf after its link and mark words, up to 256
+// bytes); the poison is checked when the block is handed out again (a write
+// after free).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/span.h"
+
+namespace strata::detail {
+
+inline constexpr std::size_t kCheckedTrailer = sizeof(std::uint64_t);
+inline constexpr unsigned char kCheckedCanary = 0xcb;
+
+// Bytes the block offers: the class size, or the whole large span.
+std::size_t checked_block_usable(const Span* span) noexcept;
+
+// The trailer word: requested size XOR the secret.
+std::uint64_t* checked_trailer(void* block, std::size_t usable) noexcept;
+std::uint64_t checked_trailer_key() noexcept;
+
+// Poison written over a free block, and its check (small blocks only).
+void poison_block(void* block, std::size_t block_size) noexcept;
+bool poison_intact(const void* block, std::size_t block_size) noexcept;
+
+}  // namespace strata::detail

@@ -1,0 +1,42 @@
+#include "frontend/misuse.h"
+
+#include "central/central_cache.h"
+#include "core/checked_block.h"
+#include "core/diagnostics.h"
+#include "core/span_blocks.h"
+#include "frontend/thread_cache.h"
+
+namespace strata::detail {
+
+namespace {
+
+bool on_allocation_list(ThreadCache* cache, const Span* span, const void* block) noexcept {
+  if (cache->current[span->size_class] != span) return false;
+  std::uint32_t budget = span->capacity;
+  for (void* b = cache->lists[span->size_class].head; b != nullptr && budget-- != 0; b = list_next(b))
+    if (b == block) return true;
+  return false;
+}
+
+}  // namespace
+
+void confirm_not_free(ThreadCache* cache, Span* span, void* block) noexcept {
+  if (span_list_contains(span, block, cache->key) || on_allocation_list(cache, span, block))
+    report_misuse(block, "double free");
+}
+
+void checked_free(void* block, Span* span) noexcept {
+  std::size_t usable = checked_block_usable(span);
+  if (span->state == SpanState::kSmall && poison_intact(block, usable) &&
+      g_central[span->size_class].holds_free_block(span, block))
+    report_misuse(block, "double free");
+  std::uint64_t size = *checked_trailer(block, usable) ^ checked_trailer_key();
+  if (size > usable - kCheckedTrailer)
+    report_misuse(block, "write past the end of a block (its size trailer was overwritten)");
+  auto* bytes = static_cast<const unsigned char*>(block);
+  for (std::size_t i = size; i < usable - kCheckedTrailer; ++i)
+    if (bytes[i] != kCheckedCanary) report_misuse(block, "write past the end of a block (its canary was overwritten)");
+  if (span->state == SpanState::kSmall) poison_block(block, usable);
+}
+
+}  // namespace strata::detail
