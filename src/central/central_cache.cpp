@@ -43,18 +43,26 @@ void CentralCache::abandon(SpanList& spans) noexcept {
       }
     }
   }
-  while (Span* span = empty.pop()) g_page_heap.deallocate(span);
+  while (Span* span = empty.pop()) {
+    verify_empty_span(span, g_list_key);
+    g_page_heap.deallocate(span);
+  }
 }
 
 void CentralCache::return_block_locked(Span* span, void* block, SpanList& empty) noexcept {
-  if (has_free_mark(block, g_list_key) && span_list_contains(span, block, g_list_key))
+  if (has_free_mark(block, g_list_key) &&
+      (reinterpret_cast<std::uintptr_t>(block) >= span->carve_next || span_list_contains(span, block, g_list_key)))
     report_misuse(block, "double free");
   bool was_full = !span_has_free_blocks(span);
   --blocks_out_;
   bool emptied = push_block(span, block, g_list_key);
   if (was_full) partial_.push(span);
   if (!emptied) return;
+  verify_empty_span(span, g_list_key);
   if (kept_empty_ == nullptr && span->page_count <= kMaxKeptPages) {
+    // Checking mode keeps the list: a freed block comes back first, and its
+    // poison is checked then (a write after free).
+    if (!g_options.check) reset_empty_span(span);
     kept_empty_ = span;
     span->idle_since = monotonic_ns();
     return;
@@ -92,6 +100,10 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
         void* block;
         if (span->free_list != nullptr) {
           block = pop_free_block(span, g_list_key);
+          if (!has_free_mark(block, g_list_key) && STRATA_CHECK_DOUBLE_FREE && !g_options.check)
+            report_misuse(block, static_cast<FreeBlock*>(block)->free_mark == 0
+                                     ? "double free (the block was handed out already and is on a free list again)"
+                                     : "write after free (a free block's mark was overwritten)");
         } else {
           std::uint32_t n;
           block = carve_blocks(span, 1, g_list_key, n);

@@ -70,7 +70,8 @@ struct Span {
   std::uintptr_t carve_end = 0;    // end of the last whole block
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
   std::uint32_t parked_blocks = 0; // blocks overlapping parked units
-  std::uint64_t idle_since = 0;    // kept_empty: when it became empty; else last scan
+  std::uint64_t idle_since = 0;    // kept_empty: when it became empty
+  std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation list
 
   PageId first_page = 0;
   std::size_t page_count = 0;

@@ -1,5 +1,6 @@
 #include "core/span_blocks.h"
 
+#include "core/diagnostics.h"
 #include "platform/os.h"
 
 namespace strata::detail {
@@ -40,6 +41,7 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   span->parked_units = 0;
   span->parked_blocks = 0;
   span->idle_since = 0;
+  span->used_epoch = 0;
   span->tail_released = false;
   span->carve_next = span_base(span);
   span->carve_end = span->carve_next + std::uintptr_t{info.span_objects} * info.size;
@@ -47,6 +49,16 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   std::size_t shift = kOsPageShift;
   while ((span->bytes() >> shift) > kMaxUnits) ++shift;
   span->unit_shift = static_cast<std::uint8_t>(shift);
+}
+
+void reset_empty_span(Span* span) noexcept {
+  span->free_list = nullptr;
+  span->listed_mark = 0;
+  span->countdown = 0;
+  span->carve_next = span_base(span);
+  span->parked_units = 0;  // their pages read as zero; carving faults them in
+  span->parked_blocks = 0;
+  span->tail_released = false;
 }
 
 void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint32_t& count, void* then) noexcept {
@@ -57,14 +69,35 @@ void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint3
   if (n == 0) return nullptr;
   std::uintptr_t first = span->carve_next;
   std::uintptr_t last = first + std::uintptr_t{n - 1} * size;
-  for (std::uintptr_t b = first; b < last; b += size)
+  for (std::uintptr_t b = first; b < last; b += size) {
     reinterpret_cast<FreeBlock*>(b)->encoded_next = encode_link(b + size, key);
+    set_free_mark(reinterpret_cast<void*>(b), key);
+  }
   reinterpret_cast<FreeBlock*>(last)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(then), key);
+  set_free_mark(reinterpret_cast<void*>(last), key);
   span->carve_next = last + size;
   span->tail_released = false;
   span->countdown += n;
   span->listed_mark += n;
   return reinterpret_cast<void*>(first);
+}
+
+const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept {
+  if (!STRATA_CHECK_DOUBLE_FREE) return nullptr;
+  const std::size_t size = class_size(span->size_class);
+  const std::uintptr_t base = span_base(span);
+  for (std::uintptr_t b = base; b < span->carve_next; b += size) {
+    std::size_t u = (b - base) >> span->unit_shift;
+    if (u < kMaxUnits && ((span->parked_units >> u) & 1)) continue;  // zero pages, no mark
+    if (!has_free_mark(reinterpret_cast<const void*>(b), key)) return reinterpret_cast<const void*>(b);
+  }
+  return nullptr;
+}
+
+void verify_empty_span(const Span* span, std::uintptr_t key) noexcept {
+  if (const void* live = unmarked_carved_block(span, key))
+    report_misuse(live, "double free (a span whose blocks all came back still holds this one in use: "
+                        "another block of it was freed twice)");
 }
 
 bool span_list_contains(const Span* span, const void* block, std::uintptr_t key) noexcept {

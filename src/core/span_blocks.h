@@ -87,8 +87,25 @@ inline void sleep_span(Span* span) noexcept {
   span->countdown = class_info(span->size_class).wake_frees - listed;
 }
 
+// An awake span whose blocks all came back starts over as never-used
+// memory: its next allocation lists are carved in address order instead of
+// following the order of the frees (after a burst of frees in random order
+// that order is random, and every malloc would wait for a cache miss to
+// read the next link). O(1): the old list is simply forgotten.
+void reset_empty_span(Span* span) noexcept;
+
 // Prepares a span fresh from the page heap for class `cls` (no owner yet).
 void format_small_span(Span* span, std::size_t cls) noexcept;
+
+// A span whose counts say every block came back: the first carved block
+// without the free mark, or nullptr. One without it is still in use, so
+// some other block was freed twice (the check of core/free_list.h for
+// frees that never reach a malloc). Skips parked units. A read of the
+// span's blocks in address order; only when a span empties.
+const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept;
+
+// Aborts with a report when unmarked_carved_block finds a block in use.
+void verify_empty_span(const Span* span, std::uintptr_t key) noexcept;
 
 // Is `block` on the span's own free list? (Bounded walk: a corrupted list
 // cannot loop it forever.) For the misuse checks, never for the fast paths.

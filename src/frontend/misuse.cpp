@@ -21,8 +21,16 @@ bool on_allocation_list(ThreadCache* cache, const Span* span, const void* block)
 }  // namespace
 
 void confirm_not_free(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (span_list_contains(span, block, cache->key) || on_allocation_list(cache, span, block))
+  // Past the carving point: never handed out since the span (re)started.
+  if (reinterpret_cast<std::uintptr_t>(block) >= span->carve_next || span_list_contains(span, block, cache->key) ||
+      on_allocation_list(cache, span, block))
     report_misuse(block, "double free");
+}
+
+void report_unmarked_free_block(void* block) noexcept {
+  if (static_cast<FreeBlock*>(block)->free_mark == 0)
+    report_misuse(block, "double free (the block was handed out already and is on a free list again)");
+  report_misuse(block, "write after free (a free block's mark was overwritten)");
 }
 
 void checked_free(void* block, Span* span) noexcept {

@@ -68,6 +68,8 @@ namespace {
 // the page heap), else given back.
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->size_class;
+  verify_empty_span(span, cache->key);
+  reset_empty_span(span);
   if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes) {
     span->kept_empty = true;
     span->idle_since = monotonic_ns();
@@ -137,6 +139,7 @@ bool refill(ThreadCache* cache, std::size_t cls) noexcept {
         }
         list.head = head;
         list.avail = count;
+        span->used_epoch = cache->scavenge_epoch;
         return true;
       }
       sleep_span(span);
@@ -186,7 +189,8 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     return;
   }
   // Every block came back. The current span stays current (its list feeds
-  // the next allocation); any other goes.
+  // the next allocation, most recently freed first: one span's blocks are
+  // few enough that their order costs nothing); any other goes.
   if (span == cache->current[cls]) return;
   span_emptied(cache, span);
   housekeeping(cache);
@@ -202,6 +206,9 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   ++cache->stats.remote_received;
   Span* span = g_page_map.lookup(block);
   if (g_page_map.owner_tag(block) != owner_tag_for(cache)) return remote_free(cache, block, span);
+  // Freed by another thread: already free here? (The drain writes the block
+  // now anyway, so reading its mark costs no extra miss.)
+  if (has_free_mark(block, cache->key)) confirm_not_free(cache, span, block);
   free_owned(cache, span, block);
 }
 
@@ -246,8 +253,11 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
       }
       span = before;
     }
+    // Spans that fed no allocation list for a whole period: their pages
+    // without a live block go back (a span in use keeps its pages).
     for (Span* span = spans.head; span != nullptr && !span->kept_empty; span = span->next)
-      cache->stats.parked_bytes += park_free_units(span, cache->key);
+      if (span->used_epoch + 1 < cache->scavenge_epoch)
+        cache->stats.parked_bytes += park_free_units(span, cache->key);
     g_central[cls].release_kept_if_idle(now, period);
   }
   flush_outbox(cache);
@@ -261,6 +271,7 @@ void housekeeping(ThreadCache* cache) noexcept {
   if (now < cache->next_scavenge_ns) return;
   std::uint64_t period = g_options.decay_ms * 1000000ull;
   if (cache->next_scavenge_ns != 0) scavenge(cache, now);
+  ++cache->scavenge_epoch;
   cache->next_scavenge_ns = now + (period != 0 ? period : 1000000000ull);
 }
 
@@ -277,6 +288,7 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
     for (Span* span = spans.head; span != nullptr;) {
       Span* next = span->next;
       if (span->countdown == 0) {
+        if (!span->kept_empty) verify_empty_span(span, cache->key);
         unkeep(cache, span);
         spans.remove(span);
         g_page_heap.deallocate(span);
@@ -331,18 +343,14 @@ void* allocate_slow(std::size_t cls, std::size_t size) noexcept {
     return nullptr;
   }
   void* block = list.head;
+  if (!has_free_mark(block, cache->key) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
   list.head = list_next(block);
   --list.avail;
   clear_free_mark(block);
   return block;
 }
 
-void suspected_double_free(ThreadCache* cache, void* block) noexcept {
-  Span* span = g_page_map.lookup(block);
-  confirm_not_free(cache, span, block);
-  // A block in use whose second word held the key: an ordinary free.
-  if (push_block(span, block, cache->key)) span_countdown_hit(cache, span);
-}
+void unmarked_free_block(void* block) noexcept { report_unmarked_free_block(block); }
 
 void deallocate_slow(void* block) noexcept {
   if (block == nullptr) return;

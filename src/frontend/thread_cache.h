@@ -19,7 +19,9 @@
 //   deallocate -> deallocate_slow    (not ours: remote, large, invalid)
 //              -> span_countdown_hit (the span became empty, or a sleeping
 //                                     span collected enough frees to wake)
-//              -> suspected_double_free
+//   allocate   -> unmarked_free_block (a block on a list without its free
+//                                     mark: freed twice, or written after
+//                                     free; frontend/misuse.h)
 //
 // "Not initialised yet" looks like "allocation list empty": a new thread's
 // pointer starts at an empty static cache whose lists are empty and which
@@ -87,6 +89,7 @@ class alignas(4096) ThreadCache {
   std::size_t kept_empty_bytes = 0;  // empty spans kept for reuse (bounded by max_kept_bytes)
   std::size_t max_kept_bytes = 0;
   std::uint64_t next_scavenge_ns = 0;
+  std::uint32_t scavenge_epoch = 1;  // scavenges so far: spans unused for a whole epoch give pages back
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
 };
@@ -103,7 +106,7 @@ extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("ini
 void* allocate_slow(std::size_t cls, std::size_t size) noexcept;
 void deallocate_slow(void* block) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
-void suspected_double_free(ThreadCache* cache, void* block) noexcept;
+[[noreturn]] void unmarked_free_block(void* block) noexcept;
 
 // Byte offset of class `cls`'s allocation list inside a ThreadCache, and back.
 inline constexpr std::uintptr_t kListsOffset = 16;
@@ -125,7 +128,9 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
   AllocList& list = list_at(cache, offset);
   void* block = list.head;
   if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size);
-  list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, cache->key));
+  std::uintptr_t key = cache->key;
+  if (__builtin_expect(!has_free_mark(block, key), 0) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
+  list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, key));
   --list.avail;
   clear_free_mark(block);
   return block;
@@ -137,7 +142,6 @@ inline void* allocate_small(std::size_t size, std::size_t cls) noexcept {
 
 // Pushes a block of a span `cache` owns onto the span's list.
 inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (__builtin_expect(has_free_mark(block, cache->key), 0)) return suspected_double_free(cache, block);
   if (__builtin_expect(push_block(span, block, cache->key), 0)) span_countdown_hit(cache, span);
 }
 
