@@ -44,7 +44,8 @@ inline constexpr SmallOffsetTable kSmallOffsets = [] {
 }();
 
 // Sizes below this take the inline path: 1025 normally, 0 in checking mode
-// (so that every malloc reaches allocate_above_1k, which checks). A variable
+// (so that every malloc reaches allocate_above_1k, which checks) and before
+// the options are read (the first malloc reads them there). A variable
 // limit costs the same one compare as a constant one.
 extern STRATA_INTERNAL std::size_t g_fast_size_limit;
 

@@ -13,7 +13,10 @@
 namespace strata::detail {
 
 std::uintptr_t g_list_key = 0;  // set once, before the first list exists
-std::size_t g_fast_size_limit = 1025;
+// 0 until the options are read (load_options sets 1025, or keeps 0 in
+// checking mode): the process's first malloc must reach allocate_above_1k
+// with its size (see there).
+std::size_t g_fast_size_limit = 0;
 
 namespace {
 
@@ -31,7 +34,13 @@ std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 
 }  // namespace
 
 void* allocate_above_1k(std::size_t size) noexcept {
-  if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
+  // Before the options are read, or in checking mode. Read them first: in
+  // checking mode even the process's first block needs a trailer for the
+  // size asked for (the inline path would only pass on its class).
+  if (__builtin_expect(g_fast_size_limit == 0, 0)) {
+    ensure_initialized();
+    if (g_options.check && checking()) return checked_allocate(0, size);
+  }
   if (size <= kMaxSmallSize) return allocate_small(size_to_class(size));
   return allocate_large(size);
 }

@@ -88,7 +88,9 @@ void load_options() noexcept {
   read_bool("STRATA_BACKGROUND_THREAD", g_options.background_thread);
   read_bool("STRATA_HUGE_PAGES", g_options.huge_pages);
   read_bool("STRATA_SHOW_STATS", g_options.show_stats);
-  if (g_options.check) g_fast_size_limit = 0;  // every malloc takes the checked path
+  // Opens the inline path for sizes up to 1 KiB (api/allocator.h), except in
+  // checking mode, where every malloc takes the checked path.
+  g_fast_size_limit = g_options.check ? 0 : 1025;
 }
 
 }  // namespace strata::detail
