@@ -1,7 +1,5 @@
 #include "backend/page_heap.h"
 
-#include <ctime>
-
 #include "api/options.h"
 #include "backend/metadata_pool.h"
 #include "core/page_map.h"
@@ -11,12 +9,7 @@ namespace strata::detail {
 
 constinit PageHeap g_page_heap;
 
-std::uint64_t monotonic_ns() noexcept {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(now.tv_nsec);
-}
+std::uint64_t monotonic_ns() noexcept { return os_monotonic_coarse_ns(); }
 
 namespace {
 

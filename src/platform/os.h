@@ -37,6 +37,10 @@ void os_write_stderr_u64(std::uint64_t value, int base) noexcept;
 // 64 random bits from the kernel (AT_RANDOM, mixed with time and address).
 std::uint64_t os_random_u64() noexcept;
 
+// CLOCK_MONOTONIC_COARSE in nanoseconds, read through the vDSO (no system
+// call, and no libc time code touched).
+std::uint64_t os_monotonic_coarse_ns() noexcept;
+
 // Blocks while *word == expected (futex wait); wakes up to `count` waiters.
 void os_futex_wait(volatile int* word, int expected) noexcept;
 void os_futex_wake(volatile int* word, int count) noexcept;
