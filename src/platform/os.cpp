@@ -63,6 +63,12 @@ void os_advise_hugepage(void* address, std::size_t bytes) noexcept {
   errno = saved_errno;
 }
 
+void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept {
+  int saved_errno = errno;
+  madvise(address, bytes, MADV_NOHUGEPAGE);
+  errno = saved_errno;
+}
+
 void os_inject_map_failures(long count) noexcept {
   g_injected_map_failures.store(count, std::memory_order_relaxed);
 }
