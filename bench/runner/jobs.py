@@ -3,6 +3,7 @@
 A job is one program invocation, run once per allocator per repetition.
 A table picks result lines by workload and parameters; its rows are
 allocators (preloaded ones and the pool rows printed by bench/pools)."""
+import sys
 from dataclasses import dataclass, field
 
 SWEEP_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -90,6 +91,10 @@ def make_jobs(quick, threads):
         Job("hugepages", "hugepage_live_set",
             ["--mib", str(HUGEPAGE_LIVE_MIB[q]), "--accesses", str(HUGEPAGE_ACCESSES[q])],
             f"huge pages {HUGEPAGE_LIVE_MIB[q]} MiB", env={"STRATA_HUGE_PAGES": "0"}),
+        # The python cases run the interpreter running bench/run (the real
+        # binary, not a pyenv shim script, which would add its own process).
+        Job("startup", "startup_floor", ["--runs", "2" if q else "3", "--python", sys.executable],
+            "start-up floor"),
     ]
 
 
@@ -187,6 +192,17 @@ def make_tables(threads, quick=False):
                Column("in huge pages (MiB)", "huge_page_mib", {}, 0),
                Column("peak RSS / live bytes", "rss_over_live", {}, 2)],
               primary=[0], better="lower", job="hugepages"),
+        Table("startup_floor",
+              "Start-up floor: peak RSS (KiB) of programs that barely allocate (each run as a child; "
+              "python is the interpreter bench/run runs on; the peak RSS column is the largest case)",
+              "startup_floor", {},
+              [Column("C: malloc(10) + free", "child_peak_rss", {"case": "trivial_c"}, 0),
+               Column("C++: new + delete", "child_peak_rss", {"case": "trivial_cxx"}, 0),
+               Column("python3 -c pass", "child_peak_rss", {"case": "python_pass"}, 0),
+               Column("python3, 1,000-item list", "child_peak_rss", {"case": "python_list"}, 0)],
+              primary=[0], better="lower", job="startup",  # ranked by the C program: the floor itself
+              seed_text="issue 11's goals: the C program at most 1.3 MB (glibc 0.96, strata 2.61 before), "
+                        "python3 -c pass within 0.5 MB of glibc."),
     ]
 
 

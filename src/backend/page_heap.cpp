@@ -1,7 +1,5 @@
 #include "backend/page_heap.h"
 
-#include <ctime>
-
 #include "platform/options.h"
 #include "backend/metadata_pool.h"
 #include "core/page_map.h"
@@ -11,12 +9,7 @@ namespace strata::detail {
 
 constinit PageHeap g_page_heap;
 
-std::uint64_t monotonic_ns() noexcept {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(now.tv_nsec);
-}
+std::uint64_t monotonic_ns() noexcept { return os_monotonic_coarse_ns(); }
 
 namespace {
 
@@ -317,12 +310,18 @@ Span* PageHeap::grow_locked(std::size_t pages) noexcept {
     memory = os_map(ahead, kReservationBytes);
   }
   if (memory == nullptr) return nullptr;
+  // Huge pages when asked for. Otherwise the system's THP mode decides,
+  // except for the first reservation: with THP "always" its first touch would
+  // make a whole 2 MiB resident, and a small process never needs more than a
+  // few of its pages (a big heap loses nothing: later reservations follow
+  // the system).
   if (g_options.huge_pages) os_advise_hugepage(memory, ahead);
+  else if (stats_.reservations == 0) os_advise_no_hugepage(memory, ahead);
   if (next_growth_bytes_ < (std::size_t{64} << 20)) next_growth_bytes_ *= 2;
   PageId first = page_of(memory);
   std::size_t count = ahead >> kPageShift;
   Span* span = new_span();
-  if (span == nullptr || !g_page_map.ensure(first, count)) {
+  if (span == nullptr || !g_page_map.ensure(first, count, g_options.huge_pages)) {
     if (span) delete_span(span);
     os_unmap(memory, ahead);
     return nullptr;

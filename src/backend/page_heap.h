@@ -120,7 +120,7 @@ class PageHeap {
 
 extern STRATA_INTERNAL PageHeap g_page_heap;
 
-// CLOCK_MONOTONIC_COARSE in nanoseconds (vDSO: no system call).
+// CLOCK_MONOTONIC_COARSE in nanoseconds (platform/os.h: vDSO, no system call).
 std::uint64_t monotonic_ns() noexcept;
 
 // Span metadata objects.

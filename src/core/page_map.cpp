@@ -14,7 +14,7 @@ PageMap::Leaf* PageMap::leaf_for_write(PageId page) const noexcept {
   return reinterpret_cast<Leaf*>(reinterpret_cast<std::uintptr_t>(this) + offset);
 }
 
-bool PageMap::ensure(PageId first, std::size_t count) noexcept {
+bool PageMap::ensure(PageId first, std::size_t count, bool huge_pages) noexcept {
   std::uintptr_t last = first + count - 1;
   for (std::uintptr_t index = first >> kLeafBits; index <= (last >> kLeafBits); ++index) {
     if (index >= kRootEntries) return false;
@@ -22,6 +22,7 @@ bool PageMap::ensure(PageId first, std::size_t count) noexcept {
     // Fresh anonymous memory is zero, which is nullptr for every entry.
     auto* leaf = static_cast<Leaf*>(os_map(sizeof(Leaf), kPageSize));
     if (leaf == nullptr) return false;
+    if (!huge_pages) os_advise_no_hugepage(leaf, sizeof(Leaf));
     ++leaf_count_;
     __atomic_store_n(&root_[index], reinterpret_cast<std::uintptr_t>(leaf) - reinterpret_cast<std::uintptr_t>(this),
                      __ATOMIC_RELEASE);

@@ -111,7 +111,11 @@ class PageMap {
 
   // Makes sure leaves exist for pages [first, first + count). False when the
   // OS refuses memory for a leaf. Caller holds the page heap lock.
-  bool ensure(PageId first, std::size_t count) noexcept;
+  // New leaves stay off transparent huge pages unless `huge_pages`: a leaf is
+  // written 16 bytes per 8 KiB page of heap, so a 2 MiB huge page of leaf
+  // fills up only under a 1 GiB heap, and with THP "always" the first entry
+  // written would make 2 MiB resident.
+  bool ensure(PageId first, std::size_t count, bool huge_pages = false) noexcept;
 
   // Sets one entry / a range. The leaves must exist (ensure). Caller holds
   // the page heap lock.

@@ -2,12 +2,17 @@
 // In libstrata.so these symbols interpose the C library's for the whole
 // process (LD_PRELOAD or a link dependency); in libstrata.a this one object
 // file is pulled in whole, so a program never mixes two allocators' halves.
+//
+// Nothing here needs the C++ runtime at link time (no guard variables, no
+// throw expression): operator new's failure path finds the runtime through
+// override/cxx_runtime.h, so libstrata.so depends on libc alone.
 #include <cerrno>
 #include <cstddef>
 #include <new>
 #include <unistd.h>
 
 #include "api/allocator.h"
+#include "override/cxx_runtime.h"
 
 #define STRATA_EXPORT extern "C" __attribute__((visibility("default")))
 #define STRATA_EXPORT_CXX __attribute__((visibility("default")))
@@ -18,29 +23,30 @@ namespace {
 
 bool is_power_of_two(std::size_t x) noexcept { return x != 0 && (x & (x - 1)) == 0; }
 
-std::size_t os_page_size() noexcept {
-  static std::size_t size = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
-  return size;
+// Only valloc and pvalloc ask; sysconf reads a value the dynamic linker
+// stored, so no cached copy (whose function-local static would need a guard
+// from the C++ runtime).
+std::size_t os_page_size() noexcept { return static_cast<std::size_t>(sysconf(_SC_PAGESIZE)); }
+
+// operator new's failure protocol: call the new_handler until it gives up
+// (returns a block, throws, or is removed), then throw std::bad_alloc.
+__attribute__((noinline, cold)) void* new_failed(std::size_t size, std::size_t alignment) {
+  for (;;) {
+    NewHandler handler = cxx_new_handler();
+    if (handler == nullptr) cxx_throw_bad_alloc();
+    handler();
+    void* block = alignment == 0 ? allocate(size) : allocate_aligned(alignment, size);
+    if (block != nullptr) return block;
+  }
 }
 
-// operator new's failure protocol: call the new_handler until it gives up.
-__attribute__((noinline, cold)) void* new_failed(std::size_t size, std::size_t alignment,
-                                                  bool nothrow) {
+// The nothrow operators: the same, but a handler that throws (or none at
+// all) means null.
+__attribute__((noinline, cold)) void* new_nothrow_failed(std::size_t size,
+                                                         std::size_t alignment) noexcept {
   for (;;) {
-    std::new_handler handler = std::get_new_handler();
-    if (handler == nullptr) {
-      if (nothrow) return nullptr;
-      throw std::bad_alloc();
-    }
-    if (nothrow) {
-      try {
-        handler();
-      } catch (...) {
-        return nullptr;
-      }
-    } else {
-      handler();
-    }
+    NewHandler handler = cxx_new_handler();
+    if (handler == nullptr || !cxx_call_new_handler_catching(handler)) return nullptr;
     void* block = alignment == 0 ? allocate(size) : allocate_aligned(alignment, size);
     if (block != nullptr) return block;
   }
@@ -49,21 +55,21 @@ __attribute__((noinline, cold)) void* new_failed(std::size_t size, std::size_t a
 inline void* new_impl(std::size_t size) {
   void* block = allocate(size);
   if (__builtin_expect(block != nullptr, 1)) return block;
-  return new_failed(size, 0, false);
+  return new_failed(size, 0);
 }
 
 inline void* new_nothrow_impl(std::size_t size) noexcept {
   void* block = allocate(size);
   if (__builtin_expect(block != nullptr, 1)) return block;
-  return new_failed(size, 0, true);
+  return new_nothrow_failed(size, 0);
 }
 
 inline void* new_aligned_impl(std::size_t size, std::align_val_t alignment) {
   auto a = static_cast<std::size_t>(alignment);
   void* block = is_power_of_two(a) ? allocate_aligned(a, size) : nullptr;
   if (block != nullptr) return block;
-  if (!is_power_of_two(a)) throw std::bad_alloc();
-  return new_failed(size, a, false);
+  if (!is_power_of_two(a)) cxx_throw_bad_alloc();
+  return new_failed(size, a);
 }
 
 inline void* new_aligned_nothrow_impl(std::size_t size, std::align_val_t alignment) noexcept {
@@ -71,7 +77,7 @@ inline void* new_aligned_nothrow_impl(std::size_t size, std::align_val_t alignme
   if (!is_power_of_two(a)) return nullptr;
   void* block = allocate_aligned(a, size);
   if (block != nullptr) return block;
-  return new_failed(size, a, true);
+  return new_nothrow_failed(size, a);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <elf.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sys/auxv.h>
@@ -62,6 +63,12 @@ void os_advise_hugepage(void* address, std::size_t bytes) noexcept {
   errno = saved_errno;
 }
 
+void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept {
+  int saved_errno = errno;
+  madvise(address, bytes, MADV_NOHUGEPAGE);
+  errno = saved_errno;
+}
+
 void os_inject_map_failures(long count) noexcept {
   g_injected_map_failures.store(count, std::memory_order_relaxed);
 }
@@ -109,14 +116,92 @@ std::uint64_t os_random_u64() noexcept {
     std::memcpy(random, bytes, sizeof(random));
     seed ^= random[0] ^ (random[1] << 1);
   }
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  seed ^= static_cast<std::uint64_t>(now.tv_nsec) * 0xbf58476d1ce4e5b9ull;
+  // The time stamp counter rather than clock_gettime: as good a varying
+  // input, and no libc code to fault in (see os_monotonic_coarse_ns).
+  seed ^= __builtin_ia32_rdtsc() * 0xbf58476d1ce4e5b9ull;
   seed ^= reinterpret_cast<std::uintptr_t>(&seed);
   // splitmix64 finaliser: spreads the few varying bits over the whole word.
   seed = (seed ^ (seed >> 30)) * 0xbf58476d1ce4e5b9ull;
   seed = (seed ^ (seed >> 27)) * 0x94d049bb133111ebull;
   return seed ^ (seed >> 31);
+}
+
+// --- the coarse monotonic clock, straight from the vDSO ----------------------
+//
+// libc's clock_gettime makes the same vDSO call through one more function,
+// but that function sits among libc's time and date code, which a program
+// that never asks for the time never touches: calling it would fault in a
+// 64 KiB window of libc text (the kernel maps page-cache pages around a
+// fault), the largest single item of strata's start-up cost after libstdc++.
+
+namespace {
+
+using ClockGettime = int (*)(clockid_t, timespec*);
+
+bool same_name(const char* a, const char* b) noexcept {
+  while (*a != '\0' && *a == *b) {
+    ++a;
+    ++b;
+  }
+  return *a == *b;
+}
+
+// __vdso_clock_gettime from the vDSO's dynamic symbol table (the kernel
+// links it with a SysV hash table, whose second word counts the symbols), or
+// nullptr when there is no vDSO.
+ClockGettime find_vdso_clock_gettime() noexcept {
+  auto base = static_cast<std::uintptr_t>(getauxval(AT_SYSINFO_EHDR));
+  if (base == 0) return nullptr;
+  const auto* header = reinterpret_cast<const Elf64_Ehdr*>(base);
+  const auto* program = reinterpret_cast<const Elf64_Phdr*>(base + header->e_phoff);
+  std::uintptr_t bias = 0;
+  bool loaded = false;
+  const Elf64_Dyn* dynamic = nullptr;
+  for (unsigned i = 0; i < header->e_phnum; ++i) {
+    if (program[i].p_type == PT_LOAD && !loaded) {
+      bias = base + program[i].p_offset - program[i].p_vaddr;
+      loaded = true;
+    } else if (program[i].p_type == PT_DYNAMIC) {
+      dynamic = reinterpret_cast<const Elf64_Dyn*>(base + program[i].p_offset);
+    }
+  }
+  if (!loaded || dynamic == nullptr) return nullptr;
+  const Elf64_Sym* symbols = nullptr;
+  const char* names = nullptr;
+  const Elf64_Word* hash = nullptr;
+  for (const Elf64_Dyn* entry = dynamic; entry->d_tag != DT_NULL; ++entry) {
+    if (entry->d_tag == DT_SYMTAB) symbols = reinterpret_cast<const Elf64_Sym*>(bias + entry->d_un.d_ptr);
+    else if (entry->d_tag == DT_STRTAB) names = reinterpret_cast<const char*>(bias + entry->d_un.d_ptr);
+    else if (entry->d_tag == DT_HASH) hash = reinterpret_cast<const Elf64_Word*>(bias + entry->d_un.d_ptr);
+  }
+  if (symbols == nullptr || names == nullptr || hash == nullptr) return nullptr;
+  for (Elf64_Word i = 0; i < hash[1]; ++i) {
+    const Elf64_Sym& symbol = symbols[i];
+    if (ELF64_ST_TYPE(symbol.st_info) == STT_FUNC && symbol.st_shndx != SHN_UNDEF &&
+        same_name(names + symbol.st_name, "__vdso_clock_gettime"))
+      return reinterpret_cast<ClockGettime>(bias + symbol.st_value);
+  }
+  return nullptr;
+}
+
+int libc_clock_gettime(clockid_t clock, timespec* now) { return clock_gettime(clock, now); }
+
+std::atomic<ClockGettime> g_clock_gettime{nullptr};  // found on first use
+
+}  // namespace
+
+std::uint64_t os_monotonic_coarse_ns() noexcept {
+  ClockGettime read_clock = g_clock_gettime.load(std::memory_order_relaxed);
+  if (__builtin_expect(read_clock == nullptr, 0)) {
+    // Threads that race here all find the same function.
+    read_clock = find_vdso_clock_gettime();
+    if (read_clock == nullptr) read_clock = libc_clock_gettime;
+    g_clock_gettime.store(read_clock, std::memory_order_relaxed);
+  }
+  timespec now{};
+  read_clock(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<std::uint64_t>(now.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(now.tv_nsec);
 }
 
 void os_futex_wait(volatile int* word, int expected) noexcept {

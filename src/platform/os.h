@@ -20,8 +20,10 @@ void os_unmap(void* address, std::size_t bytes) noexcept;
 // as zero afterwards (MADV_DONTNEED semantics).
 void os_decommit(void* address, std::size_t bytes) noexcept;
 
-// Asks for transparent huge pages over a range (best effort).
+// Asks for transparent huge pages over a range, or keeps a range on small
+// pages even where the system's THP mode is "always" (best effort).
 void os_advise_hugepage(void* address, std::size_t bytes) noexcept;
+void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept;
 
 // Test hook: make the next `count` calls of os_map fail as if the OS had run
 // out of memory (count < 0: fail until reset with 0).
@@ -36,6 +38,10 @@ void os_write_stderr_u64(std::uint64_t value, int base) noexcept;
 
 // 64 random bits from the kernel (AT_RANDOM, mixed with time and address).
 std::uint64_t os_random_u64() noexcept;
+
+// CLOCK_MONOTONIC_COARSE in nanoseconds, read through the vDSO (no system
+// call, and no libc time code touched).
+std::uint64_t os_monotonic_coarse_ns() noexcept;
 
 // Blocks while *word == expected (futex wait); wakes up to `count` waiters.
 void os_futex_wait(volatile int* word, int expected) noexcept;

@@ -13,11 +13,11 @@ REQUIRED_SECTIONS = ["## Headline", "## Seed 000: unordered_set", "## Seed 000: 
                      "## Seed 002: 1000 rounds", "## Seed 002 with a mutex", "## Seed 003",
                      "## Seed 001: 1 thread", "## Seed 001: ", "## Seed 004: size sweep, 16 threads",
                      "## Server-like", "## malloc(32) + free fast path", "## Huge pages:",
-                     "## Cost of free-list encoding"]
+                     "## Cost of free-list encoding", "## Start-up floor"]
 REQUIRED_CHARTS = ["speedup_summary.png", "rss.png", "seed004_sweep_T16.png", "hugepage_live_set.png"]
 REQUIRED_WORKLOADS = ["seed000_unordered_set", "seed000_new_delete", "seed001_tests", "seed002_fixed",
                       "seed003_producer_consumer", "seed004_size_sweep", "server_larson", "fastpath_pair",
-                      "hugepage_live_set"]
+                      "hugepage_live_set", "startup_floor"]
 HUGE_PAGES_ROW = "strata (huge pages)"
 UNENCODED_ROW = "strata (no list encoding)"
 
