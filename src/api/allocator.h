@@ -15,13 +15,21 @@
 
 #include "core/size_classes.h"
 #include "frontend/thread_cache.h"
+#include "profile/sampler.h"
+#include "profile/stack_capture.h"
 
 namespace strata::detail {
 
+// The functions below take the call site of the entry point the program
+// called (malloc, new, ...): where a sampled allocation's stack starts
+// (STRATA_CALL_SITE, profile/stack_capture.h). As a default argument it is
+// evaluated in the entry point itself: two register moves per call.
+
 void* allocate_large(std::size_t size) noexcept;
-void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept;  // alignment: power of two
-void* allocate_zeroed(std::size_t count, std::size_t size) noexcept;
-void* reallocate(void* block, std::size_t size) noexcept;
+void* allocate_aligned(std::size_t alignment, std::size_t size,  // alignment: power of two
+                       CallSite site = STRATA_CALL_SITE) noexcept;
+void* allocate_zeroed(std::size_t count, std::size_t size, CallSite site = STRATA_CALL_SITE) noexcept;
+void* reallocate(void* block, std::size_t size, CallSite site = STRATA_CALL_SITE) noexcept;
 std::size_t usable_size(const void* block) noexcept;
 
 // Requests over 1 KiB (rarer, and each costs far more than a call to use)
@@ -48,9 +56,25 @@ inline constexpr SmallOffsetTable kSmallOffsets = [] {
 // limit costs the same one compare as a constant one.
 extern STRATA_INTERNAL std::size_t g_fast_size_limit;
 
-inline void* allocate(std::size_t size) noexcept {
+inline void* allocate_unsampled(std::size_t size) noexcept {
   if (__builtin_expect(size < g_fast_size_limit, 1)) return allocate_at(kSmallOffsets.offset[size]);
   return allocate_above_1k(size);
+}
+
+// TEMPORARY heap-profiling integration (issue 12), until the byte countdown
+// is folded into the thread cache's list refills (zero instructions on the
+// fast path): every allocation counts its bytes down to the next sampling
+// point here, inline (3 instructions: the TLS offset, a subtract into
+// thread-local memory, a branch). The one that crosses it goes to
+// allocate_at_sampling_point, with the program's call site.
+inline bool temporary_profile_countdown(std::size_t size) noexcept {
+  return __builtin_expect(sampling_countdown_crossed(size), 0);
+}
+void* allocate_at_sampling_point(std::size_t size, CallSite site) noexcept;
+
+inline void* allocate(std::size_t size) noexcept {
+  if (temporary_profile_countdown(size)) return allocate_at_sampling_point(size, STRATA_CALL_SITE);
+  return allocate_unsampled(size);
 }
 
 inline void release(void* block) noexcept { deallocate(block); }

@@ -9,6 +9,7 @@
 #include "backend/page_heap.h"
 #include "core/free_list.h"
 #include "core/page_map.h"
+#include "profile/sampled_block.h"
 
 namespace strata::detail {
 
@@ -28,7 +29,41 @@ void* out_of_memory() noexcept {
 
 std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 1) >> kPageShift; }
 
+// The usable size of an unaligned request served unsampled.
+std::size_t usable_size_for(std::size_t size) noexcept {
+  if (size <= kMaxSmallSize) return class_size(size_to_class(size));
+  return pages_for(size) << kPageShift;
+}
+
+// TEMPORARY heap-profiling integration (see allocator.h): the countdown
+// crossed; true when this request is the sampled one.
+bool temporary_sample_this(std::size_t size) noexcept {
+  if (!temporary_profile_countdown(size)) return false;
+  if (size > kMaxRequest) return false;  // fails unsampled, with ENOMEM
+  ensure_initialized();
+  return sampling_point_reached(size);
+}
+
+// allocate() for a request whose entry point is not the caller's
+// (aligned, realloc): samples with the call site the entry point passed.
+void* allocate_for(std::size_t size, CallSite site) noexcept {
+  if (temporary_sample_this(size)) {
+    if (void* block = allocate_sampled(size, 0, usable_size_for(size), site)) return block;
+  }
+  return allocate_unsampled(size);
+}
+
 }  // namespace
+
+void* allocate_at_sampling_point(std::size_t size, CallSite site) noexcept {
+  if (size <= kMaxRequest) {
+    ensure_initialized();
+    if (sampling_point_reached(size)) {
+      if (void* block = allocate_sampled(size, 0, usable_size_for(size), site)) return block;
+    }
+  }
+  return allocate_unsampled(size);
+}
 
 void* allocate_above_1k(std::size_t size) noexcept {
   if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
@@ -44,12 +79,17 @@ void* allocate_large(std::size_t size) noexcept {
   return span->start();
 }
 
-void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
+void* allocate_aligned(std::size_t alignment, std::size_t size, CallSite site) noexcept {
   if (g_options.check && checking()) return checked_allocate(alignment, size);
-  if (alignment <= kMinAlignment) return allocate(size < alignment ? alignment : size);
+  if (alignment <= kMinAlignment) return allocate_for(size < alignment ? alignment : size, site);
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
+  std::size_t cls = alignment <= kPageSize && size <= kMaxSmallSize ? aligned_size_to_class(size, alignment) : 0;
+  if (temporary_sample_this(size)) {
+    std::size_t usable = cls != 0 ? class_size(cls) : (pages_for(size) > 0 ? pages_for(size) : 1) << kPageShift;
+    if (void* block = allocate_sampled(size, alignment, usable, site)) return block;
+  }
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
-    if (std::size_t cls = aligned_size_to_class(size, alignment); cls != 0) {
+    if (cls != 0) {
       void* block = allocate_small(cls);
       return block != nullptr ? block : out_of_memory();
     }
@@ -61,10 +101,13 @@ void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
   return span->start();
 }
 
-void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
+void* allocate_zeroed(std::size_t count, std::size_t size, CallSite site) noexcept {
   if (g_options.check && checking()) return checked_allocate_zeroed(count, size);
   std::size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return out_of_memory();
+  if (temporary_sample_this(total)) {
+    if (void* block = allocate_sampled(total, 0, usable_size_for(total), site, true)) return block;
+  }
   if (total <= kMaxSmallSize) {
     void* block = allocate_small(size_to_class(total));
     if (block == nullptr) return out_of_memory();
@@ -87,13 +130,14 @@ std::size_t usable_size(const void* block) noexcept {
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block)) return 0;
   if (span->state == SpanState::kSmall) return class_size(span->size_class);
-  if (span->state == SpanState::kLarge && block == span->start()) return span->bytes();
+  if (span->state == SpanState::kLarge && block == span->start())
+    return span->sample != nullptr ? sampled_usable_size(span) : span->bytes();
   return 0;
 }
 
-void* reallocate(void* block, std::size_t size) noexcept {
+void* reallocate(void* block, std::size_t size, CallSite site) noexcept {
   if (g_options.check) return checked_reallocate(block, size);
-  if (block == nullptr) return allocate(size);
+  if (block == nullptr) return allocate_for(size, site);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block) ||
       (span->state != SpanState::kSmall && span->state != SpanState::kLarge) ||
@@ -104,7 +148,13 @@ void* reallocate(void* block, std::size_t size) noexcept {
   }
   if (size > kMaxRequest) return out_of_memory();
   std::size_t old_size;
-  if (span->state == SpanState::kSmall) {
+  if (span->sample != nullptr) {
+    // A sampled block (a span of its own) stays exactly when the block it
+    // stands for would have; otherwise it moves (never grown or cut in
+    // place: its span must stay one block).
+    old_size = sampled_usable_size(span);
+    if (size <= old_size && (size > kMaxSmallSize || size >= old_size / 2)) return block;
+  } else if (span->state == SpanState::kSmall) {
     old_size = class_size(span->size_class);
     // Stays when it fits and would not waste more than half the block.
     if (size <= old_size && size >= old_size / 2) return block;
@@ -122,7 +172,7 @@ void* reallocate(void* block, std::size_t size) noexcept {
       return block;  // the free pages right after the block were enough
     }
   }
-  void* moved = allocate(size == 0 ? 1 : size);
+  void* moved = allocate_for(size == 0 ? 1 : size, site);
   if (moved == nullptr) return out_of_memory();
   std::memcpy(moved, block, size < old_size ? size : old_size);
   release(block);

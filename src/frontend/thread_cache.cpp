@@ -12,6 +12,7 @@
 #include "backend/page_heap.h"
 #include "central/central_cache.h"
 #include "frontend/remote_free.h"
+#include "profile/profile.h"
 
 namespace strata::detail {
 
@@ -287,6 +288,7 @@ void deallocate_slow(void* block) noexcept {
     return report_bad_free(block, "double free (block of a free span)");
   if (span->state == SpanState::kLarge) {
     if (block != span->start()) return report_bad_free(block, "free of an interior pointer");
+    if (span->sample != nullptr) release_sampled(span);  // heap profiling
     return g_page_heap.deallocate(span);
   }
   std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
@@ -423,6 +425,7 @@ void ensure_initialized() noexcept {
 }
 
 void fork_prepare() noexcept {
+  profile_fork_prepare();
   g_init_mutex.lock();
   g_registry_mutex.lock();
   for (CentralCache& central : g_central) central.mutex().lock();
@@ -440,6 +443,7 @@ void fork_parent() noexcept {
   for (CentralCache& central : g_central) central.mutex().unlock();
   g_registry_mutex.unlock();
   g_init_mutex.unlock();
+  profile_fork_parent();
 }
 
 void fork_child() noexcept {
@@ -450,6 +454,7 @@ void fork_child() noexcept {
   for (CentralCache& central : g_central) central.mutex().reset_after_fork();
   g_registry_mutex.reset_after_fork();
   g_init_mutex.reset_after_fork();
+  profile_fork_child();
   background_thread_after_fork_child();
   // The other threads are gone. Their caches keep what they held (a bounded
   // amount): their lists may have been mid-update when fork struck, so they
