@@ -148,12 +148,12 @@ void* reallocate(void* block, std::size_t size, CallSite site) noexcept {
   }
   if (size > kMaxRequest) return out_of_memory();
   std::size_t old_size;
-  if (span->sample != nullptr) {
-    // A sampled block (a span of its own) stays exactly when the block it
-    // stands for would have; otherwise it moves (never grown or cut in
-    // place: its span must stay one block).
+  if (span->sample != nullptr && sampled_usable_size(span) <= kMaxSmallSize) {
+    // A sampled small block (a span of its own) stays exactly when the
+    // block it stands for would have; otherwise it moves. A sampled large
+    // block is a large span like any other: it grows and shrinks below.
     old_size = sampled_usable_size(span);
-    if (size <= old_size && (size > kMaxSmallSize || size >= old_size / 2)) return block;
+    if (size <= old_size && size >= old_size / 2) return block;
   } else if (span->state == SpanState::kSmall) {
     old_size = class_size(span->size_class);
     // Stays when it fits and would not waste more than half the block.
@@ -164,11 +164,15 @@ void* reallocate(void* block, std::size_t size, CallSite site) noexcept {
     if (size <= old_size) {
       if (size > kMaxSmallSize) {
         // Shrinking: give back the tail when it is worth a page heap visit.
-        if (span->page_count - pages >= span->page_count / 4 + 1) g_page_heap.shrink(span, pages);
+        if (span->page_count - pages >= span->page_count / 4 + 1) {
+          g_page_heap.shrink(span, pages);
+          if (span->sample != nullptr) sampled_block_resized(span);
+        }
         return block;
       }
       if (size >= old_size / 2) return block;  // small enough to move, not worth it
     } else if (g_page_heap.try_grow(span, pages)) {
+      if (span->sample != nullptr) sampled_block_resized(span);
       return block;  // the free pages right after the block were enough
     }
   }

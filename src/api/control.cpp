@@ -7,6 +7,7 @@
 #include "api/options.h"
 #include "backend/page_heap.h"
 #include "frontend/thread_cache.h"
+#include "profile/sampler.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
@@ -94,6 +95,7 @@ extern "C" int strata_option_set(strata_option option, long value) {
       // when sampling was off: they look again every 1 GiB, see sampler.cpp).
       if (value < 0 || value > (1L << 40)) return EINVAL;
       __atomic_store_n(&g_options.profile_sample, static_cast<std::uint64_t>(value), __ATOMIC_RELAXED);
+      t_bytes_until_sample = 0;  // the calling thread draws its next point now
       return 0;
   }
   return EINVAL;

@@ -43,4 +43,6 @@ void release_sampled(Span* span) noexcept {
 
 std::size_t sampled_usable_size(const Span* span) noexcept { return span->sample->usable_size; }
 
+void sampled_block_resized(Span* span) noexcept { span->sample->usable_size = span->bytes(); }
+
 }  // namespace strata::detail

@@ -40,4 +40,9 @@ void release_sampled(Span* span) noexcept;
 // The usable size the sampled block of `span` reports.
 std::size_t sampled_usable_size(const Span* span) noexcept;
 
+// A sampled large block grew or shrank in place (realloc): its usable size
+// is its span's again. The sample keeps the size of the allocation it
+// recorded.
+void sampled_block_resized(Span* span) noexcept;
+
 }  // namespace strata::detail
