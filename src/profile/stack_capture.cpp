@@ -12,6 +12,11 @@ namespace {
 // than a 1 MiB frame).
 constexpr std::uintptr_t kMaxFrameBytes = std::uintptr_t{1} << 20;
 
+// Code lives above the lowest address Linux maps by default (vm.mmap_min_addr
+// is 64 KiB) and below the end of the 47-bit user address space.
+constexpr std::uintptr_t kLowestCode = std::uintptr_t{1} << 16;
+constexpr std::uintptr_t kUserSpaceEnd = std::uintptr_t{1} << 47;
+
 // The end (highest address) of the calling thread's stack, or 0 when it
 // cannot be told. glibc places a thread's descriptor (pthread_self) at the
 // top of the thread's stack block, also for stacks the program supplies; the
@@ -50,7 +55,9 @@ std::uint32_t capture_stack(CallSite site, void** frames, std::uint32_t max) noe
       break;
     auto* frame = reinterpret_cast<const std::uintptr_t*>(cursor);
     std::uintptr_t ret = frame[1];
-    if (ret < 4096) break;  // the outermost frame (or not a frame)
+    // Not code: the outermost frame (0), or a word of a program without
+    // frame pointers (small numbers, stack addresses, beyond user space).
+    if (ret < kLowestCode || ret >= kUserSpaceEnd || (ret >= low && ret < end)) break;
     // When strata itself keeps frame pointers (sanitizer builds), %rbp in
     // the entry point is the entry point's own frame: its return address is
     // the call site, already recorded.
