@@ -2,6 +2,21 @@
 
 #include <pthread.h>
 
+// Under valgrind memcheck, the words of a frame-pointer chain may be stack
+// memory the program never wrote (a program without frame pointers): they
+// are declared defined before they are looked at. The client request is a
+// few instructions of no effect outside valgrind; the header comes with
+// Debian's valgrind package, and without it nothing changes.
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define STRATA_STACK_WORDS_DEFINED(address, bytes) VALGRIND_MAKE_MEM_DEFINED_IF_ADDRESSABLE(address, bytes)
+#endif
+#endif
+#ifndef STRATA_STACK_WORDS_DEFINED
+#define STRATA_STACK_WORDS_DEFINED(address, bytes) ((void)0)
+#endif
+
 extern "C" void* __libc_stack_end;  // ld.so: the main thread's initial stack pointer
 
 namespace strata::detail {
@@ -46,6 +61,7 @@ std::uint32_t capture_stack(CallSite site, void** frames, std::uint32_t max) noe
   std::uintptr_t end = stack_end(low);
   if (end == 0) return depth;
   auto cursor = reinterpret_cast<std::uintptr_t>(site.frame);
+  STRATA_STACK_WORDS_DEFINED(&cursor, sizeof cursor);  // %rbp may hold anything
   bool first = true;
   while (depth < max) {
     // The first step may cross strata's own frames (small); every later one
@@ -54,6 +70,7 @@ std::uint32_t capture_stack(CallSite site, void** frames, std::uint32_t max) noe
         (!first && cursor - low > kMaxFrameBytes))
       break;
     auto* frame = reinterpret_cast<const std::uintptr_t*>(cursor);
+    STRATA_STACK_WORDS_DEFINED(frame, 2 * sizeof(std::uintptr_t));
     std::uintptr_t ret = frame[1];
     // Not code: the outermost frame (0), or a word of a program without
     // frame pointers (small numbers, stack addresses, beyond user space).

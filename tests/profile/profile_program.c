@@ -6,7 +6,13 @@
  *                    (800 MB live, 2.4 GB allocated, sizes 16 B..128 KiB);
  *                    TRUTH gets each site's address and exact totals
  *   leak             the worked example of docs/profiling.md: a cache that
- *                    is never trimmed leaks from one site */
+ *                    is never trimmed leaks from one site
+ *   entries TRUTH    each entry point (malloc, calloc, realloc, reallocarray,
+ *                    aligned_alloc, posix_memalign, memalign, valloc, operator
+ *                    new, new[], aligned new) called
+ *                    from its own function, 50 blocks each; TRUTH gets the
+ *                    functions' addresses (run with STRATA_PROFILE_SAMPLE=1) */
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,7 +134,59 @@ static int leak(void) {
   return 0;
 }
 
+/* --- every entry point names its caller ---------------------------------- */
+
+void* _Znwm(unsigned long size);  /* operator new(size_t), callable from C */
+void* _Znam(unsigned long size);  /* operator new[](size_t) */
+void* _ZnwmSt11align_val_t(unsigned long size, unsigned long alignment);  /* operator new(size_t, align_val_t) */
+
+#define KEEP(p) \
+  do {          \
+    kept[n++] = (p); \
+  } while (0)
+void* kept[2000]; /* visible: the compiler must not drop the allocations */
+int n;
+
+__attribute__((noinline)) void via_malloc(void) { KEEP(malloc(100)); }
+__attribute__((noinline)) void via_calloc(void) { KEEP(calloc(10, 10)); }
+__attribute__((noinline)) void via_realloc(void) { KEEP(realloc(NULL, 100)); }
+__attribute__((noinline)) void via_realloc_move(void) {
+  void* p = malloc(16);
+  KEEP(realloc(p, 3000));
+}
+__attribute__((noinline)) void via_aligned_alloc(void) { KEEP(aligned_alloc(64, 100)); }
+__attribute__((noinline)) void via_posix_memalign(void) {
+  void* p = NULL;
+  if (posix_memalign(&p, 128, 100) == 0) KEEP(p);
+}
+__attribute__((noinline)) void via_memalign(void) { KEEP(memalign(32768, 100)); }
+__attribute__((noinline)) void via_operator_new(void) { KEEP(_Znwm(100)); }
+__attribute__((noinline)) void via_operator_new_array(void) { KEEP(_Znam(5000)); }
+__attribute__((noinline)) void via_operator_new_aligned(void) { KEEP(_ZnwmSt11align_val_t(100, 256)); }
+__attribute__((noinline)) void via_valloc(void) { KEEP(valloc(100)); }
+__attribute__((noinline)) void via_reallocarray(void) { KEEP(reallocarray(NULL, 10, 10)); }
+
+static int entries(const char* truth_path) {
+  struct { const char* name; void (*call)(void); } calls[] = {
+      {"via_malloc", via_malloc}, {"via_calloc", via_calloc}, {"via_realloc", via_realloc},
+      {"via_realloc_move", via_realloc_move}, {"via_aligned_alloc", via_aligned_alloc},
+      {"via_posix_memalign", via_posix_memalign}, {"via_memalign", via_memalign},
+      {"via_operator_new", via_operator_new}, {"via_operator_new_array", via_operator_new_array},
+      {"via_operator_new_aligned", via_operator_new_aligned}, {"via_valloc", via_valloc},
+      {"via_reallocarray", via_reallocarray}};
+  FILE* truth = fopen(truth_path, "w");
+  if (truth == NULL) return 1;
+  for (size_t c = 0; c < sizeof calls / sizeof calls[0]; ++c) {
+    for (int i = 0; i < 50; ++i) calls[c].call();
+    fprintf(truth, "%s %p 0 0\n", calls[c].name, (void*)calls[c].call);
+  }
+  fprintf(truth, "entries %p 0 0\n", (void*)entries);
+  fclose(truth);
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "entries") == 0) return entries(argv[2]);
   if (argc >= 3 && strcmp(argv[1], "accuracy") == 0) return accuracy(argv[2]);
   if (argc >= 2 && strcmp(argv[1], "leak") == 0) return leak();
   fprintf(stderr, "usage: %s accuracy TRUTH | leak\n", argv[0]);

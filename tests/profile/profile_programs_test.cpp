@@ -205,6 +205,45 @@ TEST(ProfiledPrograms, SharesAndTotalsAreAccurateWithLdPreload) {
   check_accuracy(PROFILE_PROGRAM_PLAIN, {std::string("LD_PRELOAD=") + STRATA_SHARED_LIBRARY});
 }
 
+// Every entry point records the program's call site as the first frame and
+// the program's caller next (the program keeps frame pointers).
+void check_entry_points(const char* program, std::vector<std::string> extra_env) {
+  std::string dir = fresh_dir("entries");
+  std::string truth_path = dir + "/truth.txt";
+  std::vector<std::string> env = {"STRATA_PROFILE=1", "STRATA_PROFILE_PATH=" + dir + "/entries",
+                                  "STRATA_PROFILE_SAMPLE=1"};
+  for (auto& e : extra_env) env.push_back(e);
+  Outcome o = run({program, "entries", truth_path}, env);
+  ASSERT_TRUE(o.exited_ok()) << o.output;
+  std::vector<Truth> functions = read_truth(truth_path);
+  ASSERT_EQ(functions.size(), 13u);
+  const std::size_t caller = functions.size() - 1;  // "entries", which calls them all
+  Profile profile = read_profile(profile_path(dir, "entries", o.pid));
+  std::vector<double> live(functions.size(), 0);
+  std::vector<int> with_caller(functions.size(), 0);
+  for (const Line& line : profile.lines) {
+    int f = site_of(functions, line.frames[0]);
+    if (f < 0 || f == static_cast<int>(caller)) continue;
+    live[f] += line.live_objects;
+    // entries() is longer than 256 bytes: find the nearest start below.
+    if (line.frames.size() > 1 && line.frames[1] > functions[caller].address &&
+        line.frames[1] - functions[caller].address < 4096)
+      with_caller[f] += 1;
+  }
+  for (std::size_t f = 0; f < caller; ++f) {
+    EXPECT_GE(live[f], 45) << functions[f].name << ": its allocations are not attributed to it";
+    EXPECT_GT(with_caller[f], 0) << functions[f].name << ": its caller is missing";
+  }
+}
+
+TEST(ProfiledPrograms, EveryEntryPointNamesItsCallerWithTheStaticLibrary) {
+  check_entry_points(PROFILE_PROGRAM_STATIC, {});
+}
+
+TEST(ProfiledPrograms, EveryEntryPointNamesItsCallerWithLdPreload) {
+  check_entry_points(PROFILE_PROGRAM_PLAIN, {std::string("LD_PRELOAD=") + STRATA_SHARED_LIBRARY});
+}
+
 TEST(ProfiledPrograms, DefaultPathIsStrataDotPidDotHeapInTheWorkingDirectory) {
   std::string dir = fresh_dir("default");
   Outcome o = run({PROFILE_PROGRAM_STATIC, "leak"}, {"STRATA_PROFILE=1"}, dir);
