@@ -35,7 +35,11 @@ extern constinit thread_local std::int64_t t_bytes_until_sample __attribute__((t
 
 // The countdown step: true when `size` more bytes cross the next sampling
 // point (or the countdown of a new thread must be armed). Inline, three
-// instructions; the final integration folds it into list refills instead.
+// instructions. Every allocation must pass through a count like this one:
+// counting only list refills misses the allocations served by blocks that
+// frees pushed back on the list (docs/profiling.md, "The countdown"). The
+// countdown must count the same size the sample records (requested_size of
+// allocate_sampled), or the pprof tools' unsampling is biased.
 inline bool sampling_countdown_crossed(std::size_t size) noexcept {
   return (t_bytes_until_sample -= static_cast<std::int64_t>(size)) < 0;
 }
