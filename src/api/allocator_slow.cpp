@@ -39,7 +39,10 @@ std::size_t usable_size_for(std::size_t size) noexcept {
 // crossed; true when this request is the sampled one.
 bool temporary_sample_this(std::size_t size) noexcept {
   if (!temporary_profile_countdown(size)) return false;
-  if (size > kMaxRequest) return false;  // fails unsampled, with ENOMEM
+  if (size > kMaxRequest) {  // fails unsampled, with ENOMEM
+    sampling_countdown_undo(size);
+    return false;
+  }
   ensure_initialized();
   return sampling_point_reached(size);
 }
@@ -56,11 +59,13 @@ void* allocate_for(std::size_t size, CallSite site) noexcept {
 }  // namespace
 
 void* allocate_at_sampling_point(std::size_t size, CallSite site) noexcept {
-  if (size <= kMaxRequest) {
-    ensure_initialized();
-    if (sampling_point_reached(size)) {
-      if (void* block = allocate_sampled(size, 0, usable_size_for(size), site)) return block;
-    }
+  if (size > kMaxRequest) {  // fails unsampled, with ENOMEM
+    sampling_countdown_undo(size);
+    return allocate_unsampled(size);
+  }
+  ensure_initialized();
+  if (sampling_point_reached(size)) {
+    if (void* block = allocate_sampled(size, 0, usable_size_for(size), site)) return block;
   }
   return allocate_unsampled(size);
 }

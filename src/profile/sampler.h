@@ -41,7 +41,17 @@ extern constinit thread_local std::int64_t t_bytes_until_sample __attribute__((t
 // countdown must count the same size the sample records (requested_size of
 // allocate_sampled), or the pprof tools' unsampling is biased.
 inline bool sampling_countdown_crossed(std::size_t size) noexcept {
-  return (t_bytes_until_sample -= static_cast<std::int64_t>(size)) < 0;
+  // Unsigned arithmetic: a request near SIZE_MAX (which fails anyway) must
+  // not overflow a signed subtraction. Compiles to one subtract.
+  auto left = static_cast<std::int64_t>(static_cast<std::uint64_t>(t_bytes_until_sample) - size);
+  t_bytes_until_sample = left;
+  return left < 0;
+}
+
+// Takes back a countdown step for a request that cannot be served anyway
+// (larger than any address space).
+inline void sampling_countdown_undo(std::size_t size) noexcept {
+  t_bytes_until_sample = static_cast<std::int64_t>(static_cast<std::uint64_t>(t_bytes_until_sample) + size);
 }
 
 // Called when the countdown went below zero for an allocation of `size`
