@@ -67,8 +67,8 @@ struct SampleStoreStats {
 
 class SampleStore {
  public:
-  static constexpr std::size_t kStackSlots = std::size_t{1} << 16;
-  static constexpr std::size_t kSiteSlots = std::size_t{1} << 17;
+  static constexpr std::size_t kStackSlots = std::size_t{1} << 15;
+  static constexpr std::size_t kSiteSlots = std::size_t{1} << 16;
 
   // Records a sample; nullptr when the OS refuses memory for the record.
   Sample* record(void* const* frames, std::uint32_t depth, void* block, std::size_t requested_size,
