@@ -9,6 +9,9 @@ packages=(
   cmake ninja-build g++ clang libclang-rt-14-dev pkg-config
   # tests
   libgtest-dev valgrind python3 libpython3.11-testsuite sqlite3 xz-utils zstd
+  # heap profiles read by both pprof tools (tests/profile/pprof_tools.sh),
+  # call graphs drawn by graphviz (docs/profiling.md)
+  google-perftools golang-go graphviz
   # benchmark peers and charts
   libtcmalloc-minimal4 libjemalloc2 libmimalloc2.0 python3-matplotlib
 )

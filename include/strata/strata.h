@@ -108,6 +108,11 @@ typedef struct strata_stats_t {
   size_t central_lock_contended;
   double fragmentation;        /* 1 - in_use / (mapped - decommitted) */
   strata_class_stats classes[STRATA_NUM_SIZE_CLASSES];
+  /* Heap profiling (docs/profiling.md). A sampled block is a span of its
+   * own: its pages count in large_in_use_bytes. */
+  size_t profile_sampled_bytes;  /* bytes requested by live sampled blocks */
+  size_t profile_samples;        /* live sampled blocks */
+  size_t profile_samples_total;  /* samples taken since the start */
 } strata_stats_t;
 
 STRATA_API void strata_stats(strata_stats_t* out);
@@ -130,7 +135,8 @@ typedef enum strata_option {
   STRATA_OPTION_HUGE_PAGES = 3,         /* STRATA_HUGE_PAGES, 0/1 */
   STRATA_OPTION_CHECK = 4,              /* STRATA_CHECK, 0/1 (only before the first allocation) */
   STRATA_OPTION_VERBOSE = 5,            /* STRATA_VERBOSE, 0/1 */
-  STRATA_OPTION_SHOW_STATS = 6          /* STRATA_SHOW_STATS, 0/1: print statistics at exit */
+  STRATA_OPTION_SHOW_STATS = 6,         /* STRATA_SHOW_STATS, 0/1: print statistics at exit */
+  STRATA_OPTION_PROFILE_SAMPLE = 7      /* STRATA_PROFILE_SAMPLE, mean bytes between heap samples, 0 = off */
 } strata_option;
 
 /* Returns 0, or EINVAL for an unknown option or a value out of range, or
@@ -138,6 +144,15 @@ typedef enum strata_option {
 STRATA_API int strata_option_set(strata_option option, long value);
 /* Returns the option's value, or -1 for an unknown option. */
 STRATA_API long strata_option_get(strata_option option);
+
+/* ---- Heap profiling ----------------------------------------------------------
+ * Allocations are sampled, one per STRATA_PROFILE_SAMPLE bytes on average
+ * (512 KiB by default; 0 turns sampling off), with their call stacks.
+ * Writes a heap profile of the samples so far to `path`, in the format that
+ * `google-pprof` and `go tool pprof` read (docs/profiling.md). Returns 0, or
+ * -1 with errno set (EINVAL for a NULL or empty path, or what open(2) or
+ * write(2) reported). Never allocates. */
+STRATA_API int strata_profile_dump(const char* path);
 
 #ifdef __cplusplus
 }

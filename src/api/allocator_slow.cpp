@@ -9,6 +9,8 @@
 #include "core/free_list.h"
 #include "core/page_map.h"
 #include "platform/options.h"
+#include "profile/sampled_block.h"
+#include "profile/sampler.h"
 
 namespace strata::detail {
 
@@ -29,58 +31,65 @@ std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 
 
 }  // namespace
 
-void* allocate_general(std::size_t size) noexcept {
+void* allocate_general(std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
-  if (size <= kMaxSmallSize) return allocate_small(size, size_to_class(size));
-  return allocate_large(size);
+  if (size <= kMaxSmallSize) return allocate_at(size, list_offset(size_to_class(size)), site);
+  return allocate_large(size, site);
 }
 
-void* allocate_large(std::size_t size) noexcept {
+__attribute__((noinline)) void* allocate_general_from_entry(std::size_t size) noexcept {
+  return allocate_general(size, STRATA_CALL_SITE);
+}
+
+void* allocate_large(std::size_t size, CallSite site, bool zeroed) noexcept {
   if (size > kMaxRequest) return out_of_memory();
   ensure_initialized();
-  Span* span = g_page_heap.allocate(pages_for(size));
+  std::size_t pages = pages_for(size);
+  if (sampling_point_in(size)) {  // page heap requests count their own bytes
+    if (void* block = allocate_sampled(size, 0, pages << kPageShift, size, site, zeroed)) return block;
+  }
+  Span* span = g_page_heap.allocate(pages);
   if (span == nullptr) return out_of_memory();
+  // Fresh or decommitted pages read as zero: no need to touch them.
+  if (zeroed && !span->pages_zero) std::memset(span->start(), 0, size);
+  span->pages_zero = false;
   return span->start();
 }
 
-void* allocate_aligned(std::size_t alignment, std::size_t size) noexcept {
+void* allocate_aligned(std::size_t alignment, std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (g_options.check && checking()) return checked_allocate(alignment, size);
-  if (alignment <= kMinAlignment) return allocate(size < alignment ? alignment : size);
+  if (alignment <= kMinAlignment) return allocate_from(size < alignment ? alignment : size, site);
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
     if (std::size_t cls = aligned_size_to_class(size, alignment); cls != 0) {
-      void* block = allocate_small(size, cls);
+      void* block = allocate_at(size, list_offset(cls), site, alignment);
       return block != nullptr ? block : out_of_memory();
     }
   }
-  ensure_initialized();
+  std::size_t pages = pages_for(size) > 0 ? pages_for(size) : 1;
+  if (sampling_point_in(size)) {  // page heap requests count their own bytes
+    if (void* block = allocate_sampled(size, alignment, pages << kPageShift, size, site)) return block;
+  }
   std::size_t align_pages = alignment > kPageSize ? alignment >> kPageShift : 1;
-  Span* span = g_page_heap.allocate(pages_for(size), align_pages);
+  Span* span = g_page_heap.allocate(pages, align_pages);
   if (span == nullptr) return out_of_memory();
   return span->start();
 }
 
-void* allocate_zeroed(std::size_t count, std::size_t size) noexcept {
+void* allocate_zeroed(std::size_t count, std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (g_options.check && checking()) return checked_allocate_zeroed(count, size);
   std::size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return out_of_memory();
   if (total <= kMaxSmallSize) {
-    void* block = allocate_small(total, size_to_class(total));
+    void* block = allocate_at(total, list_offset(size_to_class(total)), site);
     if (block == nullptr) return out_of_memory();
     std::memset(block, 0, total);
     return block;
   }
-  if (total > kMaxRequest) return out_of_memory();
-  ensure_initialized();
-  Span* span = g_page_heap.allocate(pages_for(total));
-  if (span == nullptr) return out_of_memory();
-  // Fresh or decommitted pages read as zero: no need to touch them.
-  if (!span->pages_zero) std::memset(span->start(), 0, total);
-  span->pages_zero = false;
-  return span->start();
+  return allocate_large(total, site, true);
 }
 
 std::size_t usable_size(const void* block) noexcept {
@@ -90,14 +99,15 @@ std::size_t usable_size(const void* block) noexcept {
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block)) return 0;
   if (span->state == SpanState::kSmall) return class_size(span->size_class);
-  if (span->state == SpanState::kLarge && block == span->start()) return span->bytes();
+  if (span->state == SpanState::kLarge && block == span->start())
+    return span->sample != nullptr ? sampled_usable_size(span) : span->bytes();
   return 0;
 }
 
-void* reallocate(void* block, std::size_t size) noexcept {
+void* reallocate(void* block, std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (g_options.check) return checked_reallocate(block, size);
-  if (block == nullptr) return allocate(size);
+  if (block == nullptr) return allocate_from(size, site);
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block) ||
       (span->state != SpanState::kSmall && span->state != SpanState::kLarge) ||
@@ -106,7 +116,13 @@ void* reallocate(void* block, std::size_t size) noexcept {
   }
   if (size > kMaxRequest) return out_of_memory();
   std::size_t old_size;
-  if (span->state == SpanState::kSmall) {
+  if (span->sample != nullptr && sampled_usable_size(span) <= kMaxSmallSize) {
+    // A sampled small block (a span of its own) stays exactly when the
+    // block it stands for would have; otherwise it moves. A sampled large
+    // block is a large span like any other: it grows and shrinks below.
+    old_size = sampled_usable_size(span);
+    if (size <= old_size && size >= old_size / 2) return block;
+  } else if (span->state == SpanState::kSmall) {
     old_size = class_size(span->size_class);
     // Stays when it fits and would not waste more than half the block.
     if (size <= old_size && size >= old_size / 2) return block;
@@ -116,15 +132,19 @@ void* reallocate(void* block, std::size_t size) noexcept {
     if (size <= old_size) {
       if (size > kMaxSmallSize) {
         // Shrinking: give back the tail when it is worth a page heap visit.
-        if (span->page_count - pages >= span->page_count / 4 + 1) g_page_heap.shrink(span, pages);
+        if (span->page_count - pages >= span->page_count / 4 + 1) {
+          g_page_heap.shrink(span, pages);
+          if (span->sample != nullptr) sampled_block_resized(span);
+        }
         return block;
       }
       if (size >= old_size / 2) return block;  // small enough to move, not worth it
     } else if (g_page_heap.try_grow(span, pages)) {
+      if (span->sample != nullptr) sampled_block_resized(span);
       return block;  // the free pages right after the block were enough
     }
   }
-  void* moved = allocate(size == 0 ? 1 : size);
+  void* moved = allocate_from(size == 0 ? 1 : size, site);
   if (moved == nullptr) return out_of_memory();
   std::memcpy(moved, block, size < old_size ? size : old_size);
   release(block);

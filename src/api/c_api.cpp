@@ -2,6 +2,7 @@
 #include <cerrno>
 
 #include "api/allocator.h"
+#include "profile/profile_writer.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
@@ -27,5 +28,10 @@ void* strata_aligned_alloc(size_t alignment, size_t size) {
 }
 
 size_t strata_usable_size(const void* ptr) { return usable_size(ptr); }
+
+int strata_profile_dump(const char* path) {
+  ensure_initialized();
+  return dump_heap_profile(path);
+}
 
 }  // extern "C"

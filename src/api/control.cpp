@@ -9,6 +9,7 @@
 #include "central/central_cache.h"
 #include "frontend/thread_cache.h"
 #include "platform/options.h"
+#include "profile/sampler.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
@@ -55,6 +56,13 @@ extern "C" int strata_option_set(strata_option option, long value) {
       return as_bool(g_options.verbose);
     case STRATA_OPTION_SHOW_STATS:
       return as_bool(g_options.show_stats);
+    case STRATA_OPTION_PROFILE_SAMPLE:
+      // Threads pick a new value up at their next sampling point (at once
+      // when sampling was off: they look again every 1 GiB, see sampler.cpp).
+      if (value < 0 || value > (1L << 40)) return EINVAL;
+      __atomic_store_n(&g_options.profile_sample, static_cast<std::uint64_t>(value), __ATOMIC_RELAXED);
+      t_bytes_until_sample = 0;  // the calling thread draws its next point now
+      return 0;
   }
   return EINVAL;
 }
@@ -69,6 +77,7 @@ extern "C" long strata_option_get(strata_option option) {
     case STRATA_OPTION_CHECK: return g_options.check;
     case STRATA_OPTION_VERBOSE: return g_options.verbose;
     case STRATA_OPTION_SHOW_STATS: return g_options.show_stats;
+    case STRATA_OPTION_PROFILE_SAMPLE: return static_cast<long>(__atomic_load_n(&g_options.profile_sample, __ATOMIC_RELAXED));
   }
   return -1;
 }

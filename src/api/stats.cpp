@@ -12,6 +12,7 @@
 #include "frontend/remote_free.h"
 #include "frontend/thread_cache.h"
 #include "platform/os.h"
+#include "profile/sample_store.h"
 #include "strata/strata.h"
 
 using namespace strata::detail;
@@ -110,8 +111,12 @@ extern "C" void strata_stats(strata_stats_t* out) {
   out->large_in_use_bytes = saturating_sub(heap.in_use_bytes, heap.small_span_bytes);
   out->page_heap_free_bytes = heap.free_bytes - heap.decommitted_bytes;
   out->decommitted_bytes = heap.decommitted_bytes;
-  out->metadata_bytes =
-      span_metadata_bytes() + thread_cache_metadata_bytes() + parcel_metadata_bytes() + g_page_map.leaf_bytes();
+  SampleStoreStats profile = g_sample_store.stats();
+  out->metadata_bytes = span_metadata_bytes() + thread_cache_metadata_bytes() + parcel_metadata_bytes() +
+                        g_page_map.leaf_bytes() + profile.metadata_bytes;
+  out->profile_sampled_bytes = profile.live_requested_bytes;
+  out->profile_samples = profile.live_samples;
+  out->profile_samples_total = profile.total_samples;
   out->threads = totals.threads;
   out->spans_in_use = heap.in_use_spans;
   out->free_spans = heap.free_spans;
@@ -171,6 +176,9 @@ void print_table(TextSink& o, const strata_stats_t& s) {
       .text(" batches; lock contention: page heap ").number(s.page_heap_lock_contended)
       .text(", central ").number(s.central_lock_contended).text("\n");
   o.text("  fragmentation ").fixed(s.fragmentation * 100.0, 1).text(" % of backed memory not in use\n");
+  o.text("  heap profile: ").number(s.profile_samples).text(" live samples (")
+      .bytes(s.profile_sampled_bytes).text(" requested), ").number(s.profile_samples_total)
+      .text(" samples in all\n");
   o.text("  class  block size   in use   cached  free in spans  spans\n");
   for (std::size_t cls = 1; cls < STRATA_NUM_SIZE_CLASSES; ++cls) {
     const strata_class_stats& c = s.classes[cls];
@@ -207,6 +215,9 @@ void print_json(TextSink& o, const strata_stats_t& s) {
   field("remote_batches", s.remote_batches);
   field("page_heap_lock_contended", s.page_heap_lock_contended);
   field("central_lock_contended", s.central_lock_contended);
+  field("profile_sampled_bytes", s.profile_sampled_bytes);
+  field("profile_samples", s.profile_samples);
+  field("profile_samples_total", s.profile_samples_total);
   o.text(",\"fragmentation\":").fixed(s.fragmentation, 4);
   o.text(",\"classes\":[");
   bool first = true;

@@ -37,6 +37,7 @@
 namespace strata::detail {
 
 class ThreadCache;
+struct Sample;
 
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
@@ -98,6 +99,10 @@ struct Span {
   bool in_decay_queue = false;
   Span* decay_next = nullptr;
   Span* decay_prev = nullptr;
+
+  // --- heap profiling: the record of a sampled block (a kLarge span of one
+  //     block, profile/sampled_block.h), nullptr otherwise
+  Sample* sample = nullptr;
 
   void* start() const noexcept { return reinterpret_cast<void*>(address_of(first_page)); }
   std::size_t bytes() const noexcept { return page_count << kPageShift; }

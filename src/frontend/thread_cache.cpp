@@ -15,6 +15,7 @@
 #include "frontend/misuse.h"
 #include "frontend/remote_free.h"
 #include "platform/options.h"
+#include "profile/profile.h"
 
 namespace strata::detail {
 
@@ -150,6 +151,64 @@ bool refill(ThreadCache* cache, std::size_t cls) noexcept {
     if (span == nullptr) return false;
     cache->current[cls] = span;
   }
+}
+
+// --- heap profiling: counting allocation lists ---------------------------------------
+
+// Blocks [keep, end) of the class's list go back to the current span: the
+// list ends before the sampled allocation.
+void cut_list(ThreadCache* cache, std::size_t cls, std::uint64_t keep) noexcept {
+  AllocList& list = cache->lists[cls];
+  Span* span = cache->current[cls];
+  void* rest = list.head;
+  void* last_kept = nullptr;
+  for (std::uint64_t i = 0; i < keep; ++i) {
+    last_kept = rest;
+    rest = list_next(rest);
+  }
+  if (last_kept != nullptr) list_set_next(last_kept, nullptr);
+  else list.head = nullptr;
+  list.avail = static_cast<std::int64_t>(keep);
+  while (rest != nullptr) {
+    void* next = list_next(rest);
+    push_block(span, rest, cache->key);  // the current span: an empty countdown needs no action
+    rest = next;
+  }
+}
+
+// Counts a list the slow path just formed against the sampling countdown
+// (profile/sampler.h), in O(1) unless a sampling point falls inside it: then
+// the list is cut before the block at that point, and the malloc that finds
+// it empty is the sampled one (sample_pending). Every block handed out by
+// the fast path was counted here: frees never refill these lists.
+void count_for_sampling(ThreadCache* cache, std::size_t cls) noexcept {
+  const std::uint64_t size = class_size(cls);
+  const std::uint64_t blocks = static_cast<std::uint64_t>(cache->lists[cls].avail);
+  std::uint64_t counted = 0;
+  while (counted < blocks) {
+    std::int64_t left = t_bytes_until_sample;
+    std::uint64_t rest = (blocks - counted) * size;
+    if (left >= 0 && static_cast<std::uint64_t>(left) >= rest) {
+      t_bytes_until_sample = left - static_cast<std::int64_t>(rest);
+      return;
+    }
+    // The point falls in the block after the `before` ones that fit.
+    std::uint64_t before = left <= 0 ? 0 : static_cast<std::uint64_t>(left) / size;
+    t_bytes_until_sample = left - static_cast<std::int64_t>(before * size);
+    if (sampling_point_in(size)) {
+      cut_list(cache, cls, counted + before);
+      cache->sample_pending[cls >> 6] |= std::uint64_t{1} << (cls & 63);
+      return;
+    }
+    counted += before + 1;  // not sampled (profiling off, a new thread arming): count on
+  }
+}
+
+bool take_sample_pending(ThreadCache* cache, std::size_t cls) noexcept {
+  std::uint64_t bit = std::uint64_t{1} << (cls & 63);
+  if ((cache->sample_pending[cls >> 6] & bit) == 0) return false;
+  cache->sample_pending[cls >> 6] &= ~bit;
+  return true;
 }
 
 // Puts the blocks still on the allocation list back on the current span's
@@ -308,8 +367,13 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
 
 namespace {
 
-// A thread without spans of its own: one block from the central cache.
-void* allocate_from_central(std::size_t cls) noexcept {
+// A thread without spans of its own: one block from the central cache,
+// counted on its own for heap profiling.
+void* allocate_from_central(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
+  std::size_t block_size = class_size(cls);
+  if (sampling_point_in(block_size)) {
+    if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
+  }
   void* block = g_central[cls].allocate_one(cls);
   if (block == nullptr) errno = ENOMEM;
   return block;
@@ -319,17 +383,26 @@ ThreadCache* create_cache() noexcept;
 
 }  // namespace
 
-void* allocate_slow(std::size_t cls, std::size_t size) noexcept {
+__attribute__((noinline)) void* allocate_slow_from_entry(std::size_t cls, std::size_t size) noexcept {
+  return allocate_slow(cls, size, STRATA_CALL_SITE);
+}
+
+void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
   ThreadCache* cache = t_live_cache;
   if (cache == nullptr) {
     ensure_initialized();
-    if (++t_young_allocations <= kYoungAllocations || g_options.check) return allocate_from_central(cls);
+    if (++t_young_allocations <= kYoungAllocations || g_options.check)
+      return allocate_from_central(cls, size, site, alignment);
     cache = create_cache();
-    if (cache == nullptr) return allocate_from_central(cls);
+    if (cache == nullptr) return allocate_from_central(cls, size, site, alignment);
   }
-  if (cache == &g_dead_cache) return allocate_from_central(cls);
-  (void)size;
+  if (cache == &g_dead_cache) return allocate_from_central(cls, size, site, alignment);
   ++cache->stats.allocs_slow;
+  // The list ran dry where heap profiling cut it: this is the sampled one.
+  if (take_sample_pending(cache, cls)) {
+    std::size_t block_size = class_size(cls);
+    if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
+  }
   if (--cache->slow_until_housekeeping < 0) {
     cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
     housekeeping(cache);
@@ -341,6 +414,17 @@ void* allocate_slow(std::size_t cls, std::size_t size) noexcept {
     list.avail = 0;
     errno = ENOMEM;
     return nullptr;
+  }
+  count_for_sampling(cache, cls);
+  if (list.head == nullptr && take_sample_pending(cache, cls)) {
+    // The sampling point fell on this very allocation.
+    std::size_t block_size = class_size(cls);
+    if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
+    if (!refill(cache, cls)) {  // no memory for the sample: serve it unsampled
+      list.avail = 0;
+      errno = ENOMEM;
+      return nullptr;
+    }
   }
   void* block = list.head;
   if (!has_free_mark(block, cache->key) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
@@ -361,6 +445,7 @@ void deallocate_slow(void* block) noexcept {
     report_misuse(block, "double free (block of a free span)");
   if (span->state == SpanState::kLarge) {
     if (block != span->start()) report_misuse(block, "free of an interior pointer");
+    if (span->sample != nullptr) release_sampled(span);  // heap profiling
     return g_page_heap.deallocate(span);
   }
   std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
@@ -412,6 +497,7 @@ ThreadCache* create_cache() noexcept {
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;
   cache->next_scavenge_ns = 0;
+  cache->sample_pending[0] = cache->sample_pending[1] = 0;
   t_live_cache = cache;
   t_cache = cache;
   drain_inbox(cache);  // a reused cache may have mail for spans now owned elsewhere
@@ -501,6 +587,7 @@ void ensure_initialized() noexcept {
 }
 
 void fork_prepare() noexcept {
+  profile_fork_prepare();
   g_init_mutex.lock();
   g_registry_mutex.lock();
   for (CentralCache& central : g_central) central.mutex().lock();
@@ -518,6 +605,7 @@ void fork_parent() noexcept {
   for (CentralCache& central : g_central) central.mutex().unlock();
   g_registry_mutex.unlock();
   g_init_mutex.unlock();
+  profile_fork_parent();
 }
 
 void fork_child() noexcept {
@@ -528,6 +616,7 @@ void fork_child() noexcept {
   for (CentralCache& central : g_central) central.mutex().reset_after_fork();
   g_registry_mutex.reset_after_fork();
   g_init_mutex.reset_after_fork();
+  profile_fork_child();
   background_thread_after_fork_child();
   // The other threads are gone. Their caches keep what they held (a bounded
   // amount): their lists may have been mid-update when fork struck, so they

@@ -41,6 +41,7 @@
 #include "core/span_blocks.h"
 #include "frontend/inbox.h"
 #include "frontend/outbox.h"
+#include "profile/stack_capture.h"
 
 namespace strata::detail {
 
@@ -90,6 +91,7 @@ class alignas(4096) ThreadCache {
   std::size_t max_kept_bytes = 0;
   std::uint64_t next_scavenge_ns = 0;
   std::uint32_t scavenge_epoch = 1;  // scavenges so far: spans unused for a whole epoch give pages back
+  std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its list runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
 };
@@ -103,7 +105,15 @@ extern STRATA_INTERNAL std::size_t g_fast_size_limit;
 // The calling thread's cache (or the empty/dead static cache).
 extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
-void* allocate_slow(std::size_t cls, std::size_t size) noexcept;
+// `size` and `alignment` are the program's request, `site` where it called
+// the allocator: heap profiling records them when this allocation is the
+// sampled one.
+void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment = 0) noexcept;
+// The same, reached by a tail jump from an entry point's inline fast path:
+// it takes the call site itself (its return address is then the program's),
+// so that the fast path spends nothing on it (reading the return address
+// there makes GCC give malloc a stack frame: two instructions).
+void* allocate_slow_from_entry(std::size_t cls, std::size_t size) noexcept;
 void deallocate_slow(void* block) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
 [[noreturn]] void unmarked_free_block(void* block) noexcept;
@@ -121,13 +131,8 @@ inline AllocList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
   return *reinterpret_cast<AllocList*>(reinterpret_cast<char*>(cache) + offset);
 }
 
-// Fast path of every small malloc; `offset` = list_offset(class), `size`
-// the request (only the slow path looks at it: heap profiling records it).
-inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
-  ThreadCache* cache = t_cache;
-  AllocList& list = list_at(cache, offset);
-  void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size);
+// Hands out the head of a non-empty allocation list.
+inline void* pop_block(ThreadCache* cache, AllocList& list, void* block) noexcept {
   std::uintptr_t key = cache->key;
   if (__builtin_expect(!has_free_mark(block, key), 0) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
   list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, key));
@@ -136,8 +141,25 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
   return block;
 }
 
-inline void* allocate_small(std::size_t size, std::size_t cls) noexcept {
-  return allocate_at(size, list_offset(cls));
+// Fast path of every small malloc; `offset` = list_offset(class), `size`
+// the request (only the slow path looks at it, and at the call site, which
+// is evaluated there: in malloc, the program's).
+inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
+  ThreadCache* cache = t_cache;
+  AllocList& list = list_at(cache, offset);
+  void* block = list.head;
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow_from_entry(class_of_offset(offset), size);
+  return pop_block(cache, list, block);
+}
+
+// The same for callers that already hold the call site (and maybe ask for
+// an alignment the class has).
+inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site, std::size_t alignment = 0) noexcept {
+  ThreadCache* cache = t_cache;
+  AllocList& list = list_at(cache, offset);
+  void* block = list.head;
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size, site, alignment);
+  return pop_block(cache, list, block);
 }
 
 // Pushes a block of a span `cache` owns onto the span's list.

@@ -52,30 +52,47 @@ __attribute__((noinline, cold)) void* new_nothrow_failed(std::size_t size,
   }
 }
 
-inline void* new_impl(std::size_t size) {
-  void* block = allocate(size);
+// The slow halves of operator new, reached by a tail jump from the operator
+// (so their return address is the program's call site: heap profiling takes
+// it here, and the operator's inline path spends nothing on it).
+__attribute__((noinline)) void* new_from_entry(std::size_t size) {
+  void* block = allocate_from(size, STRATA_CALL_SITE);
   if (__builtin_expect(block != nullptr, 1)) return block;
   return new_failed(size, 0);
 }
 
-inline void* new_nothrow_impl(std::size_t size) noexcept {
-  void* block = allocate(size);
+__attribute__((noinline)) void* new_nothrow_from_entry(std::size_t size) noexcept {
+  void* block = allocate_from(size, STRATA_CALL_SITE);
   if (__builtin_expect(block != nullptr, 1)) return block;
   return new_nothrow_failed(size, 0);
 }
 
-inline void* new_aligned_impl(std::size_t size, std::align_val_t alignment) {
+inline void* new_impl(std::size_t size) {
+  if (void* block = allocate_inline(size)) return block;
+  return new_from_entry(size);
+}
+
+inline void* new_nothrow_impl(std::size_t size) noexcept {
+  if (void* block = allocate_inline(size)) return block;
+  return new_nothrow_from_entry(size);
+}
+
+// The aligned forms are out of line, so that the operators themselves stay
+// small enough to leave %rbp alone: the heap profiler reads the program's
+// frame pointer there (STRATA_CALL_SITE).
+__attribute__((noinline)) void* new_aligned_impl(std::size_t size, std::align_val_t alignment, CallSite site) {
   auto a = static_cast<std::size_t>(alignment);
-  void* block = is_power_of_two(a) ? allocate_aligned(a, size) : nullptr;
+  void* block = is_power_of_two(a) ? allocate_aligned(a, size, site) : nullptr;
   if (block != nullptr) return block;
   if (!is_power_of_two(a)) cxx_throw_bad_alloc();
   return new_failed(size, a);
 }
 
-inline void* new_aligned_nothrow_impl(std::size_t size, std::align_val_t alignment) noexcept {
+__attribute__((noinline)) void* new_aligned_nothrow_impl(std::size_t size, std::align_val_t alignment,
+                                                         CallSite site) noexcept {
   auto a = static_cast<std::size_t>(alignment);
   if (!is_power_of_two(a)) return nullptr;
-  void* block = allocate_aligned(a, size);
+  void* block = allocate_aligned(a, size, site);
   if (block != nullptr) return block;
   return new_nothrow_failed(size, a);
 }
@@ -119,14 +136,23 @@ STRATA_EXPORT void* memalign(std::size_t alignment, std::size_t size) {
   return allocate_aligned(alignment, size);
 }
 
-STRATA_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
+namespace {
+// Out of line, so that posix_memalign itself stays small enough to leave
+// %rbp alone: the heap profiler reads the program's frame pointer there.
+__attribute__((noinline)) int posix_memalign_at(void** result, std::size_t alignment, std::size_t size,
+                                                CallSite site) {
   if (!is_power_of_two(alignment) || alignment % sizeof(void*) != 0) return EINVAL;
   int saved_errno = errno;  // POSIX: report through the return value only
-  void* block = allocate_aligned(alignment, size);
+  void* block = allocate_aligned(alignment, size, site);
   errno = saved_errno;
   if (block == nullptr) return ENOMEM;
   *result = block;
   return 0;
+}
+}  // namespace
+
+STRATA_EXPORT int posix_memalign(void** result, std::size_t alignment, std::size_t size) {
+  return posix_memalign_at(result, alignment, size, STRATA_CALL_SITE);
 }
 
 STRATA_EXPORT void* valloc(std::size_t size) { return allocate_aligned(os_page_size(), size); }
@@ -161,18 +187,18 @@ STRATA_EXPORT_CXX void* operator new[](std::size_t size, const std::nothrow_t&) 
   return new_nothrow_impl(size);
 }
 STRATA_EXPORT_CXX void* operator new(std::size_t size, std::align_val_t alignment) {
-  return new_aligned_impl(size, alignment);
+  return new_aligned_impl(size, alignment, STRATA_CALL_SITE);
 }
 STRATA_EXPORT_CXX void* operator new[](std::size_t size, std::align_val_t alignment) {
-  return new_aligned_impl(size, alignment);
+  return new_aligned_impl(size, alignment, STRATA_CALL_SITE);
 }
 STRATA_EXPORT_CXX void* operator new(std::size_t size, std::align_val_t alignment,
                                      const std::nothrow_t&) noexcept {
-  return new_aligned_nothrow_impl(size, alignment);
+  return new_aligned_nothrow_impl(size, alignment, STRATA_CALL_SITE);
 }
 STRATA_EXPORT_CXX void* operator new[](std::size_t size, std::align_val_t alignment,
                                        const std::nothrow_t&) noexcept {
-  return new_aligned_nothrow_impl(size, alignment);
+  return new_aligned_nothrow_impl(size, alignment, STRATA_CALL_SITE);
 }
 
 STRATA_EXPORT_CXX void operator delete(void* block) noexcept { release(block); }

@@ -73,6 +73,19 @@ void read_number(const char* name, T& target, std::uint64_t min, std::uint64_t m
   target = static_cast<T>(parsed);
 }
 
+// A string option copied into a fixed buffer (the environment may change).
+void read_text(const char* name, char* target, std::size_t capacity) noexcept {
+  const char* value = os_getenv(name);
+  if (value == nullptr) return;
+  std::size_t n = 0;
+  while (value[n] != '\0' && n < capacity) ++n;
+  if (n == 0 || n >= capacity) {
+    warn_malformed(name, value);
+    return;
+  }
+  for (std::size_t i = 0; i <= n; ++i) target[i] = value[i];
+}
+
 }  // namespace
 
 void load_options() noexcept {
@@ -84,6 +97,10 @@ void load_options() noexcept {
   read_bool("STRATA_BACKGROUND_THREAD", g_options.background_thread);
   read_bool("STRATA_HUGE_PAGES", g_options.huge_pages);
   read_bool("STRATA_SHOW_STATS", g_options.show_stats);
+  read_number("STRATA_PROFILE_SAMPLE", g_options.profile_sample, 0, std::uint64_t{1} << 40);
+  read_bool("STRATA_PROFILE", g_options.profile);
+  read_number("STRATA_PROFILE_TOP", g_options.profile_top, 0, 100);
+  read_text("STRATA_PROFILE_PATH", g_options.profile_path, sizeof(g_options.profile_path));
 }
 
 }  // namespace strata::detail
