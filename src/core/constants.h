@@ -11,6 +11,23 @@
 
 namespace strata::detail {
 
+// A word that one thread reads while another may write it, where any value
+// the reader can see is handled: an owner tag changing hands (the reader
+// only acts on a tag equal to its own cache, which nobody else writes), the
+// fast size limit set once at start-up. The fast paths read them with plain
+// loads, so that a compare can take its operand from memory (GCC does not
+// fold an atomic load into the compare: one instruction more); on x86-64 an
+// aligned word is read whole either way. ThreadSanitizer builds read them
+// as the relaxed atomics they stand for, so that it checks everything else.
+template <class T>
+inline T racy_load(const T& word) noexcept {
+#if defined(__SANITIZE_THREAD__)
+  return __atomic_load_n(&word, __ATOMIC_RELAXED);
+#else
+  return word;
+#endif
+}
+
 inline constexpr std::size_t kPageShift = 13;  // 8 KiB pages, as in TCMalloc
 inline constexpr std::size_t kPageSize = std::size_t{1} << kPageShift;
 

@@ -82,9 +82,11 @@ class PageMap {
     const char* leaf;
     std::uintptr_t offset;
     std::uintptr_t owner_tag() const noexcept {
-      return *reinterpret_cast<const std::uintptr_t*>(leaf + offset);
+      return racy_load(*reinterpret_cast<const std::uintptr_t*>(leaf + offset));
     }
-    Span* span() const noexcept { return *reinterpret_cast<Span* const*>(leaf + offset + sizeof(std::uintptr_t)); }
+    Span* span() const noexcept {
+      return racy_load(*reinterpret_cast<Span* const*>(leaf + offset + sizeof(std::uintptr_t)));
+    }
   };
   EntryRef entry_ref(const void* address) const noexcept {
     auto bits = reinterpret_cast<std::uintptr_t>(address);

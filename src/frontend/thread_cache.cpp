@@ -577,7 +577,7 @@ void ensure_initialized() noexcept {
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
-    if (!g_options.check) g_fast_size_limit = 1025;
+    if (!g_options.check) __atomic_store_n(&g_fast_size_limit, 1025, __ATOMIC_RELAXED);
     pthread_key_create(&g_exit_key, on_thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     g_init_state.store(2, std::memory_order_release);
