@@ -121,6 +121,8 @@ def summary(out, headline):
         values = [v.get(name) or 0 for _, v in columns]
         ax.bar([i + j * width for i in range(len(columns))], values, width, label=name, color=_colour(name, j))
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    top = max(v.get(n) or 0 for _, v in columns for n in names)
+    ax.set_ylim(0, 1.18 * top)  # room for the legend above the tallest bar
     ax.set_xticks([i + width * (len(names) - 1) / 2 for i in range(len(columns))])
     ax.set_xticklabels([label for label, _ in columns], rotation=30, ha="right", fontsize=9)
     ax.set_ylabel("speedup over glibc (x, higher is better)")
