@@ -14,6 +14,8 @@ packages=(
   google-perftools golang-go graphviz
   # benchmark peers and charts
   libtcmalloc-minimal4 libjemalloc2 libmimalloc2.0 python3-matplotlib
+  # peak RSS as `/usr/bin/time -f %M` reports it (the start-up floor table)
+  time
 )
 
 missing=()

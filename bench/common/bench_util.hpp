@@ -6,9 +6,12 @@
 // stderr. The row name comes from STRATA_BENCH_ALLOCATOR, which bench/run sets.
 #pragma once
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -128,5 +131,54 @@ inline double median(std::vector<double> v) {
 // existed; the seeds started and joined a thread first so that every
 // allocator is measured in the multi-threaded state a real program is in.
 inline void become_multithreaded() { std::thread([] {}).join(); }
+
+// The bytes the program had requested and not freed at its peak, by its own
+// bookkeeping (docs/benchmarks.md, "Peak RSS over live bytes"): bench/run
+// divides the process's peak RSS by it. Every workload prints it once, last.
+inline void emit_peak_live(const std::string& workload, double bytes, const Params& params = {}) {
+  emit(workload, "peak_live_bytes", bytes, "B", params);
+}
+
+// Resident set of this process in KiB, from /proc/self/statm. Reads into a
+// stack buffer with open/read, so that a sampler thread calling it never
+// allocates (an allocation would disturb the heap it measures).
+inline long resident_kib() {
+  int fd = ::open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char text[128];
+  ssize_t n = ::read(fd, text, sizeof text - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  text[n] = 0;
+  char* p = text;
+  std::strtol(p, &p, 10);  // total program size; the second field is resident
+  long pages = std::strtol(p, nullptr, 10);
+  return pages * (::sysconf(_SC_PAGESIZE) / 1024);
+}
+
+// A reusable barrier for a fixed number of threads that spins briefly and
+// then yields: cheap when every thread has a core, and still makes progress
+// when threads outnumber cores. It never allocates.
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(long count) : count_(count) {}
+  void wait() {
+    const long generation = generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+      arrived_.store(0, std::memory_order_relaxed);  // before the release below
+      generation_.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    for (int spins = 0; generation_.load(std::memory_order_acquire) == generation; ++spins) {
+      if (spins < 200) _mm_pause();
+      else std::this_thread::yield();
+    }
+  }
+
+ private:
+  const long count_;
+  alignas(64) std::atomic<long> arrived_{0};
+  alignas(64) std::atomic<long> generation_{0};
+};
 
 }  // namespace bench

@@ -12,14 +12,28 @@ PEERS = [
 PEER_NAMES = [name for name, _, _ in PEERS]
 SEARCH_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib"]
 
-# strata measured a second time with one feature switched, in the jobs where
-# that feature shows (issue 5): huge pages on (STRATA_HUGE_PAGES=1, read at
-# start) in the large-live-set workload, and a build without free-list
-# encoding (-DSTRATA_HARDENED=OFF) in the fast-path measurements.
+# strata measured again with one feature switched:
+# - huge pages on (STRATA_HUGE_PAGES=1, read at start; issue 5), in the
+#   large-live-set workload only;
+# - heap profiling off (STRATA_PROFILE_SAMPLE=0; issue 12: sampling is on by
+#   default, so the plain "strata" row is "profiling on" and this row shows
+#   what it costs), in every job;
+# - hardening off: a build with -DSTRATA_HARDENED=OFF (no free-list encoding,
+#   and, with issue 13, no default double-free check), in every job.
+# The variable and the option are harmless before the features exist: the
+# rows then measure the same allocator as "strata".
 HUGE_PAGES_ROW = "strata (huge pages)"
-UNENCODED_ROW = "strata (no list encoding)"
+PROFILING_OFF_ROW = "strata (profiling off)"
+UNHARDENED_ROW = "strata (unhardened)"
+LEGACY_ROW_NAMES = {"strata (no list encoding)": UNHARDENED_ROW}
+FEATURE_ROWS = [(PROFILING_OFF_ROW, "heap profiling (sampling on by default)"),
+                (UNHARDENED_ROW, "hardening (free-list encoding + double-free check)")]
 HUGE_PAGES_JOBS = ("hugepages",)
+# In --quick mode (a smoke test) the feature rows run only in the fast-path
+# jobs, and only the unhardened build under callgrind (valgrind runs are the
+# slowest part of a quick run).
 FAST_PATH_JOBS = ("fastpath_immediate", "fastpath_batch100", "callgrind")
+TIMED_FAST_PATH_JOBS = ("fastpath_immediate", "fastpath_batch100")
 
 
 @dataclass
@@ -53,8 +67,10 @@ def _find_library(file_name):
     return None
 
 
-def discover(strata_library, unencoded_library=None, wanted=None):
+def discover(strata_library, unencoded_library=None, wanted=None, quick=False):
     """Returns (allocators found, messages about the ones skipped)."""
+    hardening_jobs = FAST_PATH_JOBS if quick else None
+    profiling_jobs = TIMED_FAST_PATH_JOBS if quick else None
     found, skipped = [Allocator("glibc", "")], []
     for name, file_name, package in PEERS:
         path = _find_library(file_name)
@@ -65,12 +81,13 @@ def discover(strata_library, unencoded_library=None, wanted=None):
     if os.path.exists(strata_library):
         found.append(Allocator("strata", strata_library))
         found.append(Allocator(HUGE_PAGES_ROW, strata_library, {"STRATA_HUGE_PAGES": "1"}, HUGE_PAGES_JOBS))
+        found.append(Allocator(PROFILING_OFF_ROW, strata_library, {"STRATA_PROFILE_SAMPLE": "0"}, profiling_jobs))
     else:
         skipped.append(f"strata: {strata_library} not built (see the build messages above)")
     if unencoded_library and os.path.exists(unencoded_library):
-        found.append(Allocator(UNENCODED_ROW, unencoded_library, {}, FAST_PATH_JOBS))
+        found.append(Allocator(UNHARDENED_ROW, unencoded_library, {}, hardening_jobs))
     elif unencoded_library:
-        skipped.append(f"{UNENCODED_ROW}: {unencoded_library} not built (bench/run builds it with "
+        skipped.append(f"{UNHARDENED_ROW}: {unencoded_library} not built (bench/run builds it with "
                        "-DSTRATA_HARDENED=OFF unless --no-build is given)")
     if wanted:
         found = [a for a in found if a.name in wanted or a.name == "glibc"]

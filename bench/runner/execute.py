@@ -16,6 +16,7 @@ class RunResult:
     ok: bool
     rows: list = field(default_factory=list)  # parsed JSON lines
     peak_rss_kib: int = 0
+    floor_kib: int = 0   # the launcher's floor under peak_rss_kib (see bench/tools/launch.c)
     seconds: float = 0.0
     stderr: str = ""
     error: str = ""
@@ -32,6 +33,27 @@ def _environment(allocator_name, preload, extra=None):
         env.pop("STRATA_BENCH_ALLOCATOR", None)
     env.update(extra or {})
     return env
+
+
+def time_maxrss(command, allocator_name, preload, env=None, timeout=120):
+    """Peak RSS (KiB) of `command` as `/usr/bin/time -f %M` reports it, run
+    the way a shell user types it: `LD_PRELOAD=<lib> /usr/bin/time -f %M cmd`,
+    so the allocator is loaded into time(1) as well (time's own pages, with
+    the allocator's, are the floor under the child's figure). None if
+    /usr/bin/time is missing or the run failed."""
+    if not os.path.exists("/usr/bin/time"):
+        return None
+    with tempfile.NamedTemporaryFile(mode="r", suffix=".time") as out:
+        try:
+            done = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", out.name] + command,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  env=_environment(allocator_name, preload, env), timeout=timeout)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = out.read().strip().splitlines()
+    if done.returncode != 0 or not text or not text[-1].strip().isdigit():
+        return None
+    return int(text[-1].strip())
 
 
 def run(launcher, command, allocator_name, preload, env=None, timeout=300):
@@ -56,7 +78,9 @@ def run(launcher, command, allocator_name, preload, env=None, timeout=300):
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
         text = rss_file.read().strip()
-    result = RunResult(ok=process.returncode == 0, peak_rss_kib=int(text) if text.isdigit() else 0,
+    numbers = [int(f) for f in text.split() if f.lstrip("-").isdigit()]
+    result = RunResult(ok=process.returncode == 0, peak_rss_kib=max(numbers[0], 0) if numbers else 0,
+                       floor_kib=max(numbers[1], 0) if len(numbers) > 1 else 0,
                        seconds=elapsed, stderr=stderr)
     if not result.ok:
         result.error = f"exit code {process.returncode}: {stderr.strip()[-400:]}"

@@ -3,7 +3,6 @@
 A job is one program invocation, run once per allocator per repetition.
 A table picks result lines by workload and parameters; its rows are
 allocators (preloaded ones and the pool rows printed by bench/pools)."""
-import sys
 from dataclasses import dataclass, field
 
 SWEEP_SIZES = [8, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -21,10 +20,13 @@ METRIC_ALIASES = {
 @dataclass
 class Job:
     id: str
-    program: str          # file name in <build>/bench
+    program: str          # file name in <build>/bench, or an absolute path (a system program)
     args: list
-    label: str            # for the progress line
+    label: str            # for the progress line and the peak RSS tables
     env: dict = field(default_factory=dict)  # environment of every run (a row's own env wins)
+    reps: int = None      # at most this many repetitions (None: all of the run's)
+    startup: str = None   # start-up floor program name: bench/run writes its peak RSS lines
+    live: bool = True     # prints peak_live_bytes (the peak RSS / live bytes table)
 
 
 @dataclass
@@ -33,6 +35,8 @@ class Column:
     metric: str
     match: dict = field(default_factory=dict)
     digits: int = 1
+    scale: float = 1.0    # displayed value = value * scale (KiB -> MiB: 1/1024)
+    parts: str = "sum"    # lines that differ in a parameter: "sum" or "mean" of them
 
 
 @dataclass
@@ -48,11 +52,66 @@ class Table:
     seed_text: str = ""       # the seed's published figures, verbatim
     seed_rows: dict = field(default_factory=dict)  # row-name substring -> seed figure
     defaults: dict = field(default_factory=dict)   # value assumed when a line lacks a key
+    combine: str = "sum"      # how primary columns make the score: "sum" or "geomean"
+    group: str = None         # tables of one group are printed as one table (bulk shapes)
+    group_title: str = ""     # the group's title
+    subgroup: str = ""        # this table's label inside its group (first column)
+    flatness: bool = False    # show max/min over the primary columns (ns per pair against N)
+    kind: str = "speed"       # "speed" or "memory" (memory: lower is leaner)
+    show_rss: bool = True     # add the job's peak RSS column
+    text: str = ""            # a paragraph printed above the table
+    short: str = ""           # name in charts and summary tables (default: the id)
 
 
 # Huge pages workload: live set (MiB) and accesses per timed chase.
 HUGEPAGE_LIVE_MIB = {False: 512, True: 64}
 HUGEPAGE_ACCESSES = {False: 1000000, True: 300000}
+
+
+# Bulk shapes (issue 10): block counts per burst, pairs per point.
+BULK_COUNTS = {False: [25, 100, 400, 1600, 6400, 25600, 100000], True: [25, 400, 6400, 25600]}
+BULK_PAIRS = {False: 1000000, True: 50000}
+# Block sizes: (1 thread, T threads, cross-thread). 1 KiB blocks at N =
+# 100,000 are 100 MiB per thread and cost page faults and cache misses on
+# every pair, so they run with 1 thread only; quick mode keeps one or two.
+BULK_SIZES = {False: (["16", "64", "1024", "mixed"], ["16", "64", "mixed"], ["64", "mixed"]),
+              True: (["16", "mixed"], ["64"], ["64"])}
+BULK_REPS = {False: 3, True: 2}
+BULK_ORDERS = [("in_order", "in allocation order"), ("reverse", "in reverse order"), ("random", "in random order")]
+HANDOFF_CONFIGS = [1, 2, 4]
+# Memory over time: blocks in the cache, idle time after eviction (ms).
+EVICTION_BLOCKS = {False: 2000000, True: 100000}
+EVICTION_IDLE_MS = {False: 3000, True: 1000}
+THREAD_MEMORY_THREADS = {False: 2000, True: 200}
+CHURN_THREADS = {False: 400, True: 40}
+
+
+def _size_arg(size):
+    return "0" if size == "mixed" else size
+
+
+def _size_label(size):
+    return "mixed 16-1024 B" if size == "mixed" else f"{size} B"
+
+
+def bulk_jobs(quick, threads):
+    counts = ",".join(str(n) for n in BULK_COUNTS[quick])
+    common = ["--counts", counts, "--pairs", str(BULK_PAIRS[quick]), "--chunks", "3" if quick else "5"]
+    one, many, cross = BULK_SIZES[quick]
+    jobs = []
+    # Every run is already the median of its chunks per point: 3 repetitions
+    # are enough, and these are the longest jobs of the suite.
+    for T, sizes in ([(1, one), (threads, many)] if threads > 1 else [(1, one)]):
+        for size in sizes:
+            jobs.append(Job(f"bulk_{T}t_{size}", "bulk_free",
+                            ["--threads", str(T), "--size", _size_arg(size)] + common,
+                            f"bulk {T}T {_size_label(size)}", reps=BULK_REPS[quick]))
+    if threads > 1:
+        for size in cross:
+            jobs.append(Job(f"bulk_cross_{size}", "bulk_free",
+                            ["--mode", "cross", "--threads", str(threads), "--size", _size_arg(size)] + common,
+                            f"bulk cross-thread {threads}T {_size_label(size)}", reps=BULK_REPS[quick]))
+    return jobs
 
 
 def make_jobs(quick, threads):
@@ -91,10 +150,24 @@ def make_jobs(quick, threads):
         Job("hugepages", "hugepage_live_set",
             ["--mib", str(HUGEPAGE_LIVE_MIB[q]), "--accesses", str(HUGEPAGE_ACCESSES[q])],
             f"huge pages {HUGEPAGE_LIVE_MIB[q]} MiB", env={"STRATA_HUGE_PAGES": "0"}),
-        # The python cases run the interpreter running bench/run (the real
-        # binary, not a pyenv shim script, which would add its own process).
-        Job("startup", "startup_floor", ["--runs", "2" if q else "3", "--python", sys.executable],
-            "start-up floor"),
+    ] + bulk_jobs(q, threads) + [
+        Job("handoff_nxn", "handoff_nxn",
+            ["--configs", ",".join(str(n) for n in HANDOFF_CONFIGS), "--objects", "200000" if q else "2000000"],
+            "N producers x N consumers"),
+        Job("small_burst", "small_burst", ["--pairs", "50000" if q else "500000"], "small bursts, byte writes"),
+        Job("thread_churn", "thread_churn",
+            ["--slots", str(2 * threads), "--total", str(CHURN_THREADS[q])], "thread churn"),
+        Job("startup_trivial", "startup_trivial", [], "start-up: trivial C program",
+            startup="trivial_c", live=False),
+        Job("startup_python", "/usr/bin/python3", ["-c", "pass"], "start-up: python3 -c pass",
+            startup="python3", live=False),
+        Job("thread_memory", "thread_memory", ["--threads", str(THREAD_MEMORY_THREADS[q])],
+            f"{THREAD_MEMORY_THREADS[q]} threads alive"),
+        # Mostly idle time (3 s after the eviction): 3 repetitions are enough
+        # for a memory figure.
+        Job("memory_over_time", "memory_over_time",
+            ["--blocks", str(EVICTION_BLOCKS[q]), "--idle-ms", str(EVICTION_IDLE_MS[q])],
+            "memory over time (eviction)", reps=1 if q else 3),
     ]
 
 
@@ -192,17 +265,99 @@ def make_tables(threads, quick=False):
                Column("in huge pages (MiB)", "huge_page_mib", {}, 0),
                Column("peak RSS / live bytes", "rss_over_live", {}, 2)],
               primary=[0], better="lower", job="hugepages"),
-        Table("startup_floor",
-              "Start-up floor: peak RSS (KiB) of programs that barely allocate (each run as a child; "
-              "python is the interpreter bench/run runs on; the peak RSS column is the largest case)",
+    ] + bulk_tables(threads, quick) + new_shape_tables(threads, quick)
+
+
+def bulk_tables(threads, quick):
+    """One table per (threads, order, size): ns per pair at each N (the score
+    is their geometric mean); tables of one (threads, order) print together."""
+    counts = BULK_COUNTS[bool(quick)]
+    one, many, cross = BULK_SIZES[bool(quick)]
+    tables = []
+    for T, sizes in ([(1, one), (threads, many)] if threads > 1 else [(1, one)]):
+        who = "1 thread" if T == 1 else f"{T} threads, each its own bulk"
+        for order, order_text in BULK_ORDERS:
+            for size in sizes:
+                tables.append(Table(
+                    f"bulk_{T}t_{order}_{size}", f"Bulk free, {who}: allocate N blocks, free them {order_text}",
+                    "bulk_free", {"threads": T, "order": order, "size": size},
+                    [Column(f"N={n:,}", "ns_per_pair", {"count": n}, 1) for n in counts],
+                    primary=list(range(len(counts))), better="lower", job=f"bulk_{T}t_{size}",
+                    combine="geomean", group=f"bulk_{T}t_{order}",
+                    group_title=f"Bulk free, {who}: allocate N blocks, free them {order_text} (ns per pair)",
+                    subgroup=_size_label(size), flatness=True,
+                    short=f"bulk {T}T {order.replace('_', ' ')} {size}"))
+    if threads > 1:
+        for size in cross:
+            tables.append(Table(
+                f"bulk_cross_{size}", f"Cross-thread bulk free, {threads} threads",
+                "bulk_cross", {"threads": threads, "size": size},
+                [Column(f"N={n:,}", "ns_per_pair", {"count": n}, 1) for n in counts] +
+                [Column("2 barriers, no malloc (ns)", "barrier_ns_per_round", {}, 0)],
+                primary=list(range(len(counts))), better="lower", job=f"bulk_cross_{size}",
+                combine="geomean", group="bulk_cross",
+                group_title=f"Cross-thread bulk free, {threads} threads: each allocates N blocks, then frees "
+                            "a share of the others' blocks (ns per pair per thread)",
+                subgroup=_size_label(size), flatness=True, short=f"bulk cross {size}"))
+    return tables
+
+
+def new_shape_tables(threads, quick):
+    """Issue 10's handoff, burst and churn shapes, and issue 11's memory workloads."""
+    T = threads
+    idle_s = EVICTION_IDLE_MS[bool(quick)] // 1000
+    ranked_after = min(2, idle_s)
+    configs = [f"{n}x{n}" for n in HANDOFF_CONFIGS]
+    phases = [("main thread", "main"), ("second thread", "thread"), ("main thread again", "main_again")]
+    return [
+        Table("handoff_nxn", "N producers x N consumers: batches of 64 small blocks (16-256 B) handed over",
+              "handoff_nxn", {},
+              [Column(f"{c} (ns/object)", "ns_per_object", {"config": c}, 1) for c in configs] +
+              [Column(f"{c} (M objects/s)", "mobjects_per_sec", {"config": c}, 2) for c in configs],
+              primary=list(range(len(configs))), better="lower", job="handoff_nxn", combine="geomean",
+              text="NxN runs N producer and N consumer threads (" +
+                   ", ".join(str(2 * n) for n in HANDOFF_CONFIGS) + " threads): on a 2-core machine 2x2 and 4x4 "
+                   "oversubscribe the cores. Wall time per object handed over; ranked: the geometric mean of the "
+                   "ns per object."),
+        Table("small_burst", "Small bursts: 25-1600 blocks of 16/32/64 B written byte by byte, freed half in "
+              "order, half in reverse", "small_burst", {},
+              [Column(f"{label} (ns/pair)", "ns_per_pair", {"phase": phase}, 1, parts="mean")
+               for label, phase in phases],
+              primary=[0, 1, 2], better="lower", job="small_burst",
+              text="Each column: the mean over 3 sizes x 4 burst lengths of ns per malloc+free pair; the sweep "
+                   "runs in the main thread, then in a second thread, then in the main thread again. Ranked: "
+                   "the sum of the three."),
+        Table("thread_churn", f"Thread churn: {2 * T} threads at a time with random lifetimes, blocks "
+              f"exchanged, replaced until {CHURN_THREADS[bool(quick)]} have run", "thread_churn", {},
+              [Column("seconds", "seconds", {}, 3), Column("ns/op", "ns_per_op", {}, 1),
+               Column("threads/s", "threads_per_sec", {}, 0)],
+              primary=[0], better="lower", job="thread_churn"),
+        Table("startup_floor", "Start-up floor: peak RSS of a trivial C program and of python3 -c pass",
               "startup_floor", {},
-              [Column("C: malloc(10) + free", "child_peak_rss", {"case": "trivial_c"}, 0),
-               Column("C++: new + delete", "child_peak_rss", {"case": "trivial_cxx"}, 0),
-               Column("python3 -c pass", "child_peak_rss", {"case": "python_pass"}, 0),
-               Column("python3, 1,000-item list", "child_peak_rss", {"case": "python_list"}, 0)],
-              primary=[0], better="lower", job="startup",  # ranked by the C program: the floor itself
-              seed_text="issue 11's goals: the C program at most 1.3 MB (glibc 0.96, strata 2.61 before), "
-                        "python3 -c pass within 0.5 MB of glibc."),
+              [Column("trivial C (MiB, wait4)", "launcher_peak_kib", {"program": "trivial_c"}, 2, 1 / 1024),
+               Column("trivial C (MiB, /usr/bin/time -f %M)", "time_maxrss_kib", {"program": "trivial_c"}, 2,
+                      1 / 1024),
+               Column("trivial C, own VmHWM before exit (MiB)", "own_vmhwm_kib", {"program": "trivial_c"}, 2,
+                      1 / 1024),
+               Column("python3 -c pass (MiB, wait4)", "launcher_peak_kib", {"program": "python3"}, 2, 1 / 1024),
+               Column("python3 -c pass (MiB, /usr/bin/time -f %M)", "time_maxrss_kib", {"program": "python3"}, 2,
+                      1 / 1024)],
+              primary=[0], better="lower", job="startup_trivial", kind="memory", show_rss=False),
+        Table("thread_memory", f"Memory per thread: {THREAD_MEMORY_THREADS[bool(quick)]:,} threads alive, "
+              "each holding one 1,000 B block", "thread_memory", {},
+              [Column("all alive (MiB)", "rss_all_alive_kib", {}, 1, 1 / 1024),
+               Column("1 thread alive (MiB)", "rss_one_thread_kib", {}, 1, 1 / 1024),
+               Column("per thread (KiB)", "kib_per_thread", {}, 1)],
+              primary=[0], better="lower", job="thread_memory", kind="memory"),
+        Table("memory_over_time", f"Memory over time: {EVICTION_BLOCKS[bool(quick)]:,} blocks of 16-256 B, "
+              f"99% freed at random, then {idle_s} s of light use", "memory_over_time", {},
+              [Column("at eviction (MiB)", "rss_at_eviction_mib", {}, 1)] +
+              [Column(f"+{k} s (MiB)", "rss_after_mib", {"after_s": k}, 1) for k in range(1, idle_s + 1)] +
+              [Column("live after eviction (MiB)", "live_after_mib", {}, 2),
+               Column("build (s)", "build_seconds", {}, 2), Column("evict (s)", "evict_seconds", {}, 2)],
+              primary=[ranked_after], better="lower", job="memory_over_time", kind="memory",
+              text=f"Resident set read from /proc/self/statm every 50 ms; ranked: RSS {ranked_after} s after the "
+                   "eviction (strata's default decay period is 1 s). peak RSS is the process's (wait4)."),
     ]
 
 

@@ -29,6 +29,7 @@ class Row:
     vs_best_peer: float = None       # > 1: better than the best of tcmalloc/jemalloc/mimalloc
     peak_rss_mib: float = None
     seed: str = ""
+    flatness: float = None           # max / min of the primary columns' medians
 
 
 def row_order(names):
@@ -55,7 +56,7 @@ def _metric(line):
 
 
 # Keys that tell samples of one quantity apart rather than name a quantity.
-_SAMPLE_KEYS = {"value", "rep", "inner_rep", "job", "peak_rss_kib"}
+_SAMPLE_KEYS = {"value", "rep", "inner_rep", "job", "peak_rss_kib", "floor_kib", "wall_seconds", "rounds"}
 
 
 def _column_values(row_lines, column, defaults):
@@ -68,7 +69,9 @@ def _column_values(row_lines, column, defaults):
         if _metric(l) == column.metric and _matches(l, column.match, defaults):
             identity = tuple(sorted((k, str(v)) for k, v in l.items() if k not in _SAMPLE_KEYS))
             samples.setdefault(l.get("rep", 0), {}).setdefault(identity, []).append(float(l["value"]))
-    return {rep: sum(statistics.median(v) for v in parts.values()) for rep, parts in samples.items()}
+    combine = (lambda values: sum(values) / len(values)) if column.parts == "mean" else sum
+    return {rep: combine([statistics.median(v) * column.scale for v in parts.values()])
+            for rep, parts in samples.items()}
 
 
 def build(table, lines):
@@ -88,13 +91,16 @@ def build(table, lines):
         for rep in reps:
             parts = [per_column[i].get(rep) for i in table.primary]
             if all(p is not None for p in parts):
-                score_reps.append(sum(parts))
+                score_reps.append(geometric_mean(parts) if table.combine == "geomean" else sum(parts))
         runs = {(l.get("job"), l.get("rep")): l.get("peak_rss_kib") for l in row_lines}
         rss = [kib for kib in runs.values() if kib]
         seed = next((text for key, text in table.seed_rows.items() if key in name), "")
-        rows.append(Row(name, cells, statistics.median(score_reps) if score_reps else None,
-                        score_reps, peak_rss_mib=statistics.median(rss) / 1024 if rss else None,
-                        seed=seed))
+        row = Row(name, cells, statistics.median(score_reps) if score_reps else None,
+                  score_reps, peak_rss_mib=statistics.median(rss) / 1024 if rss else None, seed=seed)
+        primary = [cells[i].median for i in table.primary if cells[i] is not None and cells[i].median > 0]
+        if table.flatness and len(primary) > 1:
+            row.flatness = max(primary) / min(primary)
+        rows.append(row)
     add_ratios(rows, table.better)
     return rows
 
@@ -144,3 +150,31 @@ def sweep(lines, threads):
 def geometric_mean(values):
     values = [v for v in values if v and v > 0]
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def peak_rss_over_live(lines, jobs, names):
+    """Peak RSS over the peak of live bytes, per job and allocator: {job id:
+    {allocator: median over repetitions}} (each repetition: that run's wait4
+    peak RSS over the live bytes the program itself counted)."""
+    rss = {}   # (job, allocator, rep) -> KiB
+    live = {}  # (job, allocator, rep) -> bytes
+    for l in lines:
+        key = (l.get("job"), l.get("allocator"), l.get("rep", 0))
+        if l.get("metric") == "peak_rss" and l.get("value"):
+            rss[key] = float(l["value"])
+        elif l.get("metric") == "peak_live_bytes" and l.get("value"):
+            live[key] = max(live.get(key, 0.0), float(l["value"]))
+    table = {}
+    for job in jobs:
+        for name in names:
+            ratios = [rss[k] * 1024 / live[k] for k in live
+                      if k[0] == job.id and k[1] == name and k in rss and live[k] > 0]
+            if ratios:
+                table.setdefault(job.id, {})[name] = statistics.median(ratios)
+    return table
+
+
+def median_peak_rss(lines, job_id, name):
+    values = [float(l["value"]) for l in lines if l.get("metric") == "peak_rss" and l.get("job") == job_id
+              and l.get("allocator") == name and l.get("value")]
+    return statistics.median(values) / 1024 if values else None

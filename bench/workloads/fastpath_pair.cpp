@@ -62,4 +62,5 @@ int main(int argc, char** argv) {
   bench::Params params = {{"pattern", bench::quoted(pattern)}, {"size", std::to_string(size)}};
   bench::emit("fastpath_pair", "cycles_per_pair", double(c) / pairs, "cycles", params);
   bench::emit("fastpath_pair", "ns_per_pair", double(t) / pairs, "ns", params);
+  bench::emit_peak_live("fastpath_pair", double(size) * (batched ? 100.0 : 1.0), params);
 }

@@ -79,12 +79,13 @@ int main(int argc, char** argv) {
   std::vector<std::size_t> sizes;
   blocks.reserve(target / 512);
   sizes.reserve(target / 512);
-  std::size_t live_bytes = 0;
+  std::size_t live_bytes = 0, peak_live = 0;
   while (live_bytes < target) {
     std::size_t size = block_size(engine);
     blocks.push_back(new_block(size, live_bytes));
     sizes.push_back(size);
   }
+  peak_live = live_bytes;
   std::vector<std::size_t> order(blocks.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), engine);
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
     live_bytes -= sizes[i];
     sizes[i] = block_size(engine);
     blocks[i] = new_block(sizes[i], live_bytes);
+    peak_live = std::max(peak_live, live_bytes);
   }
   double setup_seconds = double(bench::now_ns() - t0) / 1e9;
 
@@ -125,4 +127,9 @@ int main(int argc, char** argv) {
   bench::emit("hugepage_live_set", "setup_seconds", setup_seconds, "s", params);
   bench::emit("hugepage_live_set", "huge_page_mib", huge_mib, "MiB", params);
   bench::emit("hugepage_live_set", "rss_over_live", peak_mib / live_mib, "ratio", params);
+  // The blocks at their peak, plus the program's arrays (pointer, size and
+  // order of every block).
+  bench::emit_peak_live("hugepage_live_set",
+                        double(peak_live) + double(blocks.size()) * (sizeof(char*) + 2 * sizeof(std::size_t)),
+                        params);
 }

@@ -34,4 +34,5 @@ int main(int argc, char** argv) {
                           {"batch", std::to_string(batch)}};
   bench::emit("seed000_new_delete", "cycles_per_pair", double(c) / pairs, "cycles", params);
   bench::emit("seed000_new_delete", "ns_per_pair", double(t) / pairs, "ns", params);
+  bench::emit_peak_live("seed000_new_delete", double(batch) * (sizeof(Obj) + sizeof(Obj*)), params);
 }

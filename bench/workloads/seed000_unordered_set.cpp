@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
 
   const char* phases[3] = {"insert", "erase", "insert_again"};
   std::vector<double> cycles[3], nanos[3];
+  std::size_t peak_buckets = 0;
   for (long pass = 0; pass < passes; ++pass) {
     std::unordered_set<int> set;
     std::uint64_t c[3], t[3];
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
       for (int n : numbers) set.insert(n);
       c[0] = bench::cycles() - c0, t[0] = bench::now_ns() - t0;
     }
+    peak_buckets = std::max(peak_buckets, set.bucket_count());
     std::shuffle(numbers.begin(), numbers.end(), engine);
     {
       std::uint64_t t0 = bench::now_ns(), c0 = bench::cycles();
@@ -60,4 +62,13 @@ int main(int argc, char** argv) {
                 steady);
     bench::emit("seed000_unordered_set", "ns_per_op", bench::median(nanos[p]), "ns", steady);
   }
+  // Peak live, computed from the structure: one node per element (a next
+  // pointer and the int: 16 B), the bucket array, and the numbers.
+  struct Node {
+    void* next;
+    int value;
+  };
+  bench::emit_peak_live("seed000_unordered_set",
+                        double(len) * (sizeof(Node) + sizeof(int)) + double(peak_buckets) * sizeof(void*),
+                        {{"len", std::to_string(len)}});
 }

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   bench::become_multithreaded();
   std::atomic<long> started{0};
   std::atomic<bool> go{false};
+  std::atomic<long> peak_live{0};  // sum of every thread's bulk: they run in step
   std::vector<std::thread> workers;
   for (long w = 0; w < threads; ++w) {
     workers.emplace_back([&, w] {
@@ -38,6 +39,9 @@ int main(int argc, char** argv) {
       std::vector<std::size_t> sizes(static_cast<std::size_t>(ntimes));
       for (auto& s : sizes) s = static_cast<std::size_t>(random_sizes ? dist(engine) : fixed_size);
       std::vector<void*> blocks(sizes.size());
+      long bytes = 0;
+      for (auto s : sizes) bytes += static_cast<long>(s + sizeof(std::size_t) + sizeof(void*));
+      peak_live.fetch_add(bytes);
       started.fetch_add(1);
       while (!go.load()) {
       }
@@ -61,4 +65,5 @@ int main(int argc, char** argv) {
                           {"rounds", std::to_string(rounds)}, {"ntimes", std::to_string(ntimes)}};
   bench::emit("seed001_tests", "seconds", double(t) / 1e9, "s", params);
   bench::emit("seed001_tests", "ns_per_pair", double(t) / double(rounds * ntimes), "ns", params);
+  bench::emit_peak_live("seed001_tests", double(peak_live.load()), params);
 }

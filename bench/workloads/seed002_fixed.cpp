@@ -47,4 +47,5 @@ int main(int argc, char** argv) {
   bench::emit("seed002_fixed", "seconds", double(t) / 1e9, "s", params);
   bench::emit("seed002_fixed", "cycles_per_pair", double(c) / pairs, "cycles", params);
   bench::emit("seed002_fixed", "ns_per_pair", double(t) / pairs, "ns", params);
+  bench::emit_peak_live("seed002_fixed", double(count) * double(size + long(sizeof(void*))), params);
 }

@@ -92,4 +92,8 @@ int main(int argc, char** argv) {
   bench::emit("seed003_producer_consumer", "free_cycles_per_op", double(free_cycles) / double(objects),
               "cycles", params);
   bench::emit("seed003_producer_consumer", "ns_per_object", double(t) / double(objects), "ns", params);
+  // At most the ring's worth of objects in flight, plus one being made and
+  // one being freed; and the ring itself.
+  bench::emit_peak_live("seed003_producer_consumer",
+                        double(ring_size + 2) * double(size) + double(ring_size) * sizeof(void*), params);
 }

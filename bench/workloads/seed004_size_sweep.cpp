@@ -48,7 +48,9 @@ int main(int argc, char** argv) {
   const auto sizes = args.integers("sizes", {8, 16, 32, 64, 128, 256, 512, 1024, 2048});
 
   bench::become_multithreaded();
+  double peak_live = 0;
   for (long size : sizes) {
+    peak_live = std::max(peak_live, double(threads) * double(ops) * double(size + long(sizeof(void*))));
     double seconds = run_size(threads, ops, rounds, static_cast<std::size_t>(size));
     double pairs = double(threads) * double(ops) * double(rounds);
     bench::Params params = {{"size", std::to_string(size)}, {"threads", std::to_string(threads)},
@@ -56,4 +58,5 @@ int main(int argc, char** argv) {
     bench::emit("seed004_size_sweep", "seconds", seconds, "s", params);
     bench::emit("seed004_size_sweep", "mpairs_per_sec", pairs / seconds / 1e6, "Mpairs/s", params);
   }
+  bench::emit_peak_live("seed004_size_sweep", peak_live, {{"threads", std::to_string(threads)}});
 }

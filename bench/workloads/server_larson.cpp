@@ -7,7 +7,10 @@
 // under changing load. One freed object in four is not freed by its owner but
 // handed to the next thread, which frees it (a request finished on another
 // worker): the cross-thread free path. Reported: million mallocs per second
-// over all threads; bench/run adds the peak RSS of the process.
+// over all threads, and the peak of the live bytes (each thread keeps the
+// size of every block in its table beside it and publishes its count every
+// 64 operations, mailboxes count what they hold, and the main thread sums
+// them every 10 ms); bench/run adds the peak RSS.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -19,22 +22,38 @@ namespace {
 
 // Blocks handed to a thread for freeing. Fixed capacity, so it never
 // allocates; when full the sender frees the block itself.
+// Sizes travel beside the pointers (never read from the blocks, so that the
+// bookkeeping adds no memory access to a block the allocator would not make).
 struct Mailbox {
   std::mutex mutex;
   std::vector<void*> blocks;
+  std::vector<std::uint32_t> sizes;
   std::size_t count = 0;
-  explicit Mailbox(std::size_t capacity) : blocks(capacity) {}
-  bool try_post(void* p) {
+  std::atomic<long> bytes{0};  // of the blocks posted here, for the live count
+  explicit Mailbox(std::size_t capacity) : blocks(capacity), sizes(capacity) {}
+  bool try_post(void* p, std::uint32_t size) {
     std::lock_guard guard(mutex);
     if (count == blocks.size()) return false;
+    sizes[count] = size;
     blocks[count++] = p;
+    bytes.store(bytes.load(std::memory_order_relaxed) + size, std::memory_order_relaxed);
     return true;
   }
   void free_all() {
     std::lock_guard guard(mutex);
-    for (std::size_t i = 0; i < count; ++i) std::free(blocks[i]);
+    long freed = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      freed += sizes[i];
+      std::free(blocks[i]);
+    }
+    bytes.store(bytes.load(std::memory_order_relaxed) - freed, std::memory_order_relaxed);
     count = 0;
   }
+};
+
+// One thread's live bytes (its table), on its own cache line.
+struct alignas(64) LiveCount {
+  std::atomic<long> bytes{0};
 };
 
 std::size_t server_size(std::mt19937& engine) {
@@ -58,15 +77,22 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   std::atomic<long> started{0};
   std::vector<long> mallocs(static_cast<std::size_t>(threads), 0);
+  std::vector<LiveCount> live_counts(static_cast<std::size_t>(threads));
 
   std::vector<std::thread> workers;
   for (long w = 0; w < threads; ++w) {
     workers.emplace_back([&, w] {
       std::mt19937 engine(static_cast<unsigned>(1234 + w));
       std::vector<void*> table(static_cast<std::size_t>(slots), nullptr);
+      std::vector<std::uint32_t> sizes(static_cast<std::size_t>(slots), 0);
       Mailbox& mine = *mailboxes[static_cast<std::size_t>(w)];
       Mailbox& next = *mailboxes[static_cast<std::size_t>((w + 1) % threads)];
-      long count = 0;
+      long count = 0, live = 0;
+      // Gives a table block up: freed here, or posted to the next thread.
+      auto release = [&](std::size_t slot, bool may_post) {
+        live -= sizes[slot];
+        if (!may_post || !next.try_post(table[slot], sizes[slot])) std::free(table[slot]);
+      };
       started.fetch_add(1);
       while (started.load() < threads) {
       }
@@ -75,8 +101,8 @@ int main(int argc, char** argv) {
           // New load level: the live set will drift towards this many objects.
           long live_target = slots / 8 + static_cast<long>(engine() % (7 * slots / 8 + 1));
           for (long i = live_target; i < slots; ++i) {
-            if (void* p = table[static_cast<std::size_t>(i)]) {
-              if (i % 4 != 0 || !next.try_post(p)) std::free(p);
+            if (table[static_cast<std::size_t>(i)]) {
+              release(static_cast<std::size_t>(i), i % 4 == 0);
               table[static_cast<std::size_t>(i)] = nullptr;
             }
           }
@@ -84,25 +110,37 @@ int main(int argc, char** argv) {
         }
         if (count == 0) continue;
         std::size_t slot = engine() % static_cast<std::size_t>(count);
-        if (void* old = table[slot]) {
-          if (slot % 4 != 0 || !next.try_post(old)) std::free(old);
-        }
+        if (table[slot]) release(slot, slot % 4 == 0);
         std::size_t size = server_size(engine);
         char* p = static_cast<char*>(std::malloc(size));
         p[0] = static_cast<char>(op);  // touch first and last byte, as a
         p[size - 1] = 0;               // server writing a message would
+        live += static_cast<long>(size);
+        sizes[slot] = static_cast<std::uint32_t>(size);
         table[slot] = p;
         ++mallocs[static_cast<std::size_t>(w)];
-        if (op % 64 == 0) mine.free_all();
+        if (op % 64 == 0) {
+          mine.free_all();
+          live_counts[static_cast<std::size_t>(w)].bytes.store(live, std::memory_order_relaxed);
+        }
       }
       for (void* p : table) std::free(p);
+      live_counts[static_cast<std::size_t>(w)].bytes.store(0, std::memory_order_relaxed);
       mine.free_all();
     });
   }
   while (started.load() < threads) {
   }
   std::uint64_t t0 = bench::now_ns();
-  std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+  const std::uint64_t end = t0 + static_cast<std::uint64_t>(seconds * 1e9);
+  double peak_live = 0;
+  for (std::uint64_t now = t0; now < end; now = bench::now_ns()) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::uint64_t>(end - now, 10000000)));
+    long sum = 0;
+    for (auto& c : live_counts) sum += c.bytes.load(std::memory_order_relaxed);
+    for (auto& m : mailboxes) sum += m->bytes.load(std::memory_order_relaxed);
+    peak_live = std::max(peak_live, double(sum));
+  }
   stop.store(true);
   for (auto& t : workers) t.join();
   double elapsed = double(bench::now_ns() - t0) / 1e9;
@@ -112,4 +150,6 @@ int main(int argc, char** argv) {
   for (long m : mallocs) total += m;
   bench::Params params = {{"threads", std::to_string(threads)}, {"slots", std::to_string(slots)}};
   bench::emit("server_larson", "mallocs_per_sec", double(total) / elapsed / 1e6, "M/s", params);
+  // Plus each thread's table of pointers and sizes.
+  bench::emit_peak_live("server_larson", peak_live + double(threads * slots) * (sizeof(void*) + 4), params);
 }
