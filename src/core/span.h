@@ -41,9 +41,29 @@ struct Sample;
 
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
+// Three cache lines: what threads that free a block of the span read (the
+// first), what the owner writes on every free and refill (the second: a
+// remote sender reading the first line never contends with the owner's
+// writes), and the page heap's bookkeeping (the third).
 struct Span {
-  // --- written by the free fast path: first, in one cache line ----------
-  void* free_list = nullptr;       // blocks freed to this span, encoded links
+  // --- line 1: read by every slow free, remote senders included ----------
+  std::atomic<ThreadCache*> owner{nullptr};
+  PageId first_page = 0;
+  std::size_t page_count = 0;
+  std::uint8_t size_class = 0;     // 0 for free and large spans
+  SpanState state = SpanState::kDetached;  // kFree exactly while filed
+  bool pages_zero = false;         // all pages known to read as zero
+  bool fully_mapped = false;       // every page (not just the ends) maps here
+  std::uint32_t capacity = 0;      // blocks per span (small)
+  // heap profiling: the record of a sampled block (a kLarge span of one
+  // block, profile/sampled_block.h), nullptr otherwise
+  Sample* sample = nullptr;
+  // page heap registry of small spans (statistics walk it)
+  Span* small_next = nullptr;
+  Span* small_prev = nullptr;
+
+  // --- line 2: owner-only, written by the free fast path and refills -------
+  alignas(64) void* free_list = nullptr;  // blocks freed to this span, encoded links
   // Frees until the owner must look at the span again (the fast path's
   // `--countdown == 0` test). Awake span: the number of blocks out
   // (`allocated`), so 0 means every block came back. Sleeping span (full
@@ -51,58 +71,38 @@ struct Span {
   // waking (SizeClassInfo::wake_frees). One counter serves both events, as
   // snmalloc's "needed" count does.
   std::uint32_t countdown = 0;
-  std::uint8_t size_class = 0;     // 0 for free and large spans
-  SpanState state = SpanState::kDetached;  // kFree exactly while filed
-  bool pages_zero = false;         // all pages known to read as zero
-  bool fully_mapped = false;       // every page (not just the ends) maps here
-  std::atomic<ThreadCache*> owner{nullptr};
-
-  // --- owner-only fields -------------------------------------------------
-  std::uint32_t capacity = 0;      // blocks per span (small)
   // free_list holds `listed_mark - allocated` blocks while the span is awake
   // (a free moves a block from `allocated` to the list without touching
   // the mark; taking the list or carving moves the mark).
   std::uint32_t listed_mark = 0;
-  bool sleeping = false;           // full and unlisted until countdown reaches 0
-  bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
-  bool tail_released = false;      // never-used pages past carve_next given back
-  std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
   std::uintptr_t carve_next = 0;   // first never-used block (lazy carving)
   std::uintptr_t carve_end = 0;    // end of the last whole block
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
   std::uint32_t parked_blocks = 0; // blocks overlapping parked units
-  std::uint64_t idle_since = 0;    // kept_empty: when it became empty
   std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation list
+  std::uint64_t idle_since = 0;    // kept_empty: when it became empty
+  bool sleeping = false;           // full and unlisted until countdown reaches 0
+  bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
+  bool tail_released = false;      // never-used pages past carve_next given back
+  std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
 
-  PageId first_page = 0;
-  std::size_t page_count = 0;
-
-  // --- list links: page heap bucket, central partial list, owner's lists --
-  Span* next = nullptr;
+  // --- line 3: lists and the page heap's free structures -----------------
+  // list links: page heap bucket, central partial list, owner's lists
+  alignas(64) Span* next = nullptr;
   Span* prev = nullptr;
-  bool in_list = false;
-
-  // --- page heap registry of small spans (statistics walk it) --------------
-  Span* small_next = nullptr;
-  Span* small_prev = nullptr;
-
-  // --- page heap ordered set of large free spans (treap) ------------------
+  // page heap ordered set of large free spans (treap)
   Span* left = nullptr;
   Span* right = nullptr;
-  std::uint32_t priority = 0;
-  bool in_treap = false;           // filed in the treap (else in a length list)
-
-  // --- page heap decay: when the span became free, whether its pages were
-  //     given back to the OS, and its place in the queue of committed free spans
-  std::uint64_t free_since = 0;
-  bool decommitted = false;
-  bool in_decay_queue = false;
+  // page heap decay: when the span became free, whether its pages were
+  // given back to the OS, and its place in the queue of committed free spans
   Span* decay_next = nullptr;
   Span* decay_prev = nullptr;
-
-  // --- heap profiling: the record of a sampled block (a kLarge span of one
-  //     block, profile/sampled_block.h), nullptr otherwise
-  Sample* sample = nullptr;
+  std::uint64_t free_since = 0;
+  std::uint32_t priority = 0;
+  bool in_list = false;
+  bool in_treap = false;           // filed in the treap (else in a length list)
+  bool decommitted = false;
+  bool in_decay_queue = false;
 
   void* start() const noexcept { return reinterpret_cast<void*>(address_of(first_page)); }
   std::size_t bytes() const noexcept { return page_count << kPageShift; }

@@ -94,6 +94,10 @@ const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept
   return nullptr;
 }
 
+void countdown_wrapped(const void* block) noexcept {
+  report_misuse(block, "double free (all blocks of its span had come back already)");
+}
+
 void verify_empty_span(const Span* span, std::uintptr_t key) noexcept {
   if (const void* live = unmarked_carved_block(span, key))
     report_misuse(live, "double free (a span whose blocks all came back still holds this one in use: "

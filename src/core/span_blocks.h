@@ -63,6 +63,25 @@ inline void* pop_free_block(Span* span, std::uintptr_t key) noexcept {
 void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint32_t& count,
                    void* then = nullptr) noexcept;
 
+// Counts one block back: true when the countdown reaches 0, or when it was 0
+// already (it wraps: a block of a span whose blocks had all come back is
+// freed, so some block was freed twice). On x86-64 one `sub` and one `jbe`,
+// the same two instructions as a test for 0 alone (GCC cannot be asked for
+// that branch in C).
+inline bool count_block_back(std::uint32_t& countdown) noexcept {
+#if defined(__x86_64__)
+  asm goto("subl $1, %0\n\tjbe %l[event]" : "+m"(countdown) : : "cc" : event);
+  return false;
+event:
+  return true;
+#else
+  return countdown-- <= 1;
+#endif
+}
+
+// A countdown that wrapped (count_block_back): reports and aborts.
+[[noreturn]] void countdown_wrapped(const void* block) noexcept;
+
 // Gives a block back to its span: links it in, marks it free. Returns true
 // when the countdown reached 0 (an awake span became empty, or a sleeping
 // one collected enough frees to wake).
@@ -70,7 +89,9 @@ inline bool push_block(Span* span, void* block, std::uintptr_t key) noexcept {
   static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(span->free_list), key);
   set_free_mark(block, key);
   span->free_list = block;
-  return --span->countdown == 0;
+  if (__builtin_expect(!count_block_back(span->countdown), 1)) return false;
+  if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(block);
+  return true;
 }
 
 // Puts a sleeping span back to work: its countdown counts blocks out again.

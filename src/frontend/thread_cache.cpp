@@ -27,6 +27,13 @@ namespace {
 // costs no span of its own, and a busy thread pays the central lock only
 // this many times.
 constexpr std::uint32_t kYoungAllocations = 256;
+// ... or this many frees of blocks other threads own: without a cache each
+// of those is pushed on its own onto the owner's inbox (an atomic, and a
+// chain of cold blocks for the owner to follow), where a cache sends
+// parcels of 64 (a consumer thread that never allocates must not stay
+// young). Its frees of the central cache's blocks do not count: a young
+// thread's own malloc/free pairs, counted as allocations.
+constexpr std::uint32_t kYoungRemoteFrees = 64;
 
 // Allocation slow paths between two housekeeping visits (each reads the
 // clock twice): every slow path hands out a whole list, so this is at most a
@@ -58,6 +65,7 @@ constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-ex
 namespace {
 constinit thread_local ThreadCache* t_live_cache __attribute__((tls_model("initial-exec"))) = nullptr;
 constinit thread_local std::uint32_t t_young_allocations __attribute__((tls_model("initial-exec"))) = 0;
+constinit thread_local std::uint32_t t_young_remote_frees __attribute__((tls_model("initial-exec"))) = 0;
 }  // namespace
 
 // --- the spans a cache owns -------------------------------------------------------
@@ -266,7 +274,8 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   Span* span = g_page_map.lookup(block);
   if (g_page_map.owner_tag(block) != owner_tag_for(cache)) return remote_free(cache, block, span);
   // Freed by another thread: already free here? (The drain writes the block
-  // now anyway, so reading its mark costs no extra miss.)
+  // now anyway and has asked for its line ahead, so reading its mark costs
+  // little; the free fast path, whose blocks are often cold, does not read.)
   if (has_free_mark(block, cache->key)) confirm_not_free(cache, span, block);
   free_owned(cache, span, block);
 }
@@ -282,8 +291,8 @@ void drain_inbox(ThreadCache* cache) noexcept {
     } else {
       Parcel* parcel = item_parcel(item);
       for (std::uint32_t i = 0; i < parcel->count; ++i) {
-        // The blocks are cold: ask for a few lines ahead, for writing.
-        if (i + 4 < parcel->count) __builtin_prefetch(parcel->blocks[i + 4], 1);
+        // The blocks are cold: ask for their lines well ahead, for writing.
+        if (i + 8 < parcel->count) __builtin_prefetch(parcel->blocks[i + 8], 1);
         receive_block(cache, parcel->blocks[i]);
       }
       release_parcel(cache, parcel);
@@ -450,9 +459,12 @@ void deallocate_slow(void* block) noexcept {
   }
   std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                 static_cast<char*>(span->start()));
-  if (offset % class_size(span->size_class) != 0) report_misuse(block, "free of an interior pointer");
+  if (!is_block_start(offset, span->size_class)) report_misuse(block, "free of an interior pointer");
   if (g_options.check) checked_free(block, span);
   ThreadCache* cache = current_cache(false);
+  if (cache == nullptr && t_live_cache == nullptr && span->owner.load(std::memory_order_relaxed) != nullptr &&
+      ++t_young_remote_frees > kYoungRemoteFrees && !g_options.check && initialized())
+    cache = create_cache();
   if (cache != nullptr && span->owner.load(std::memory_order_relaxed) == cache) {
     ++cache->stats.frees_slow;
     return free_owned(cache, span, block);

@@ -79,3 +79,12 @@ TEST(SizeClasses, AlignedClassesHoldTheirAlignment) {
   EXPECT_EQ(aligned_size_to_class(16, 2 * kPageSize), 0u) << "over a page goes to the page heap";
   EXPECT_EQ(aligned_size_to_class(kMaxSmallSize + 1, 64), 0u);
 }
+
+TEST(SizeClasses, BlockStartsAreFoundWithoutADivision) {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    const SizeClassInfo& info = class_info(cls);
+    std::size_t span_bytes = std::size_t{info.span_pages} * kPageSize;
+    for (std::size_t offset = 0; offset < span_bytes; ++offset)
+      ASSERT_EQ(is_block_start(offset, cls), offset % info.size == 0) << "class " << cls << " offset " << offset;
+  }
+}
