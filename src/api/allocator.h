@@ -3,7 +3,7 @@
 //
 //   allocate(size):  size <= 1 KiB ? pop the thread's allocation list
 //                                  : allocate_general (classes up to
-//                                    256 KiB, then a span from the page heap)
+//                                    32 KiB, then a span from the page heap)
 //   release(block):  page map -> ours? push on the block's span's list
 //                                    : deallocate_slow (remote, large, bad)
 //

@@ -32,8 +32,13 @@ inline constexpr std::size_t kPageShift = 13;  // 8 KiB pages, as in TCMalloc
 inline constexpr std::size_t kPageSize = std::size_t{1} << kPageShift;
 
 // Requests up to this size are served from size classes; larger ones are
-// whole spans from the page heap.
-inline constexpr std::size_t kMaxSmallSize = std::size_t{256} << 10;
+// whole spans from the page heap, where a freed block's pages coalesce with
+// their free neighbours and serve a request of any size next. Up to 256 KiB
+// went to classes before: a program that frees buffers of many different
+// large sizes (python reading its modules) kept one partly touched span per
+// class, 1.1 MB more than glibc for `python3 -c pass` (docs/design.md,
+// "Start-up cost").
+inline constexpr std::size_t kMaxSmallSize = std::size_t{32} << 10;
 
 // Every small block is at least this aligned (8-byte blocks: 8).
 inline constexpr std::size_t kMinAlignment = 16;

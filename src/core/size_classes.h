@@ -6,9 +6,9 @@
 //                                       free block has room for its link and
 //                                       the double-free mark, core/free_list.h)
 //   then 8 classes per power of two:    128 < s <= 256 in 16 B steps, ...,
-//                                       128 KiB < s <= 256 KiB in 16 KiB steps
+//                                       16 KiB < s <= 32 KiB in 2 KiB steps
 // so the waste above 128 B is below 12.5 %, every block is 16-aligned, and
-// every power of two up to 256 KiB is a class (blocks of power-of-two size
+// every power of two up to 32 KiB is a class (blocks of power-of-two size
 // are aligned to their size up to the page size, since spans start on pages).
 //
 // Lookup is O(1): one branch on size <= 1024 picks the index formula, one
@@ -23,7 +23,7 @@
 
 namespace strata::detail {
 
-inline constexpr std::size_t kNumClasses = 97;  // class 0 = "not a small class"
+inline constexpr std::size_t kNumClasses = 73;  // class 0 = "not a small class"
 
 struct SizeClassInfo {
   std::uint32_t size;          // block size in bytes

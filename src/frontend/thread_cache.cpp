@@ -116,6 +116,20 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   return span;
 }
 
+// How many never-used blocks to carve: up to `want`, but none past the OS
+// page the next one starts in (at least one block). Carving writes into
+// every block it hands the list, so a page it touches becomes resident: a
+// class a program uses once should cost the page its block lies in, not a
+// batch's worth.
+std::uint32_t carve_quota(const Span* span, std::uint32_t want) noexcept {
+  constexpr std::uintptr_t kOsPage = 4096;
+  std::uintptr_t size = class_size(span->size_class);
+  std::uintptr_t page_end = (span->carve_next & ~(kOsPage - 1)) + kOsPage;
+  std::uintptr_t fits = page_end > span->carve_next ? (page_end - span->carve_next + size - 1) / size : 1;
+  if (fits < 1) fits = 1;
+  return fits < want ? static_cast<std::uint32_t>(fits) : want;
+}
+
 // Makes the class's allocation list non-empty from the current span: its
 // own free list (O(1)), topped up with never-used blocks carved from it
 // when the list is short, else its parked blocks. A span whose list is too
@@ -143,7 +157,7 @@ bool refill(ThreadCache* cache, std::size_t cls) noexcept {
         }
         if (count < info.batch && can_carve) {
           std::uint32_t carved = 0;
-          head = carve_blocks(span, info.batch - count, cache->key, carved, head);
+          head = carve_blocks(span, carve_quota(span, info.batch - count), cache->key, carved, head);
           count += carved;
         }
         list.head = head;

@@ -14,6 +14,12 @@
 #include "api/allocator.h"
 #include "override/cxx_runtime.h"
 
+// noexcept functions here get unwind tables that name the C++ personality
+// routine; weak, as in cxx_runtime.cpp, so that it adds no dependency (only
+// an exception thrown through them would ever reach it, and none is without
+// a C++ runtime in the process).
+asm(".weak __gxx_personality_v0");
+
 #define STRATA_EXPORT extern "C" __attribute__((visibility("default")))
 #define STRATA_EXPORT_CXX __attribute__((visibility("default")))
 
