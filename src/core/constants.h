@@ -4,10 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-// Marks the declaration of an internal global: -fvisibility=hidden covers
-// definitions only, and a declaration the compiler believes preemptible is
-// reached through the GOT (one more load on every fast-path access).
-#define STRATA_INTERNAL __attribute__((visibility("hidden")))
+#include "platform/visibility.h"
 
 namespace strata::detail {
 

@@ -3,7 +3,7 @@
 // docs/configuration.md lists every option.
 #pragma once
 
-#include "core/constants.h"
+#include "platform/visibility.h"
 
 #include <cstddef>
 #include <cstdint>
