@@ -91,42 +91,47 @@ std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept
   return forwarded;
 }
 
-void* CentralCache::allocate_one(std::size_t cls) noexcept {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    {
-      LockGuard guard(mutex_);
-      if (Span* span = partial_.head) {
-        if (span->free_list == nullptr && span->carve_next >= span->carve_end) unpark_blocks(span, g_list_key);
-        void* block;
-        if (span->free_list != nullptr) {
-          block = pop_free_block(span, g_list_key);
-          if (!has_free_mark(block, g_list_key) && STRATA_CHECK_DOUBLE_FREE && !g_options.check)
-            report_misuse(block, static_cast<FreeBlock*>(block)->free_mark == 0
-                                     ? "double free (the block was handed out already and is on a free list again)"
-                                     : "write after free (a free block's mark was overwritten)");
-        } else {
-          std::uint32_t n;
-          block = carve_blocks(span, 1, g_list_key, n);
-          // Checking mode: never-used blocks carry the free poison too, so
-          // that the poison check at allocation holds for every block.
-          if (g_options.check) poison_block(block, class_size(cls));
-        }
-        clear_free_mark(block);
-        if (span == kept_empty_) kept_empty_ = nullptr;
-        ++blocks_out_;
-        if (!span_has_free_blocks(span)) partial_.remove(span);
-        return block;
-      }
-    }
-    if (attempt == 1) break;
-    Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
-    if (span == nullptr) return nullptr;
-    init_small_span(span, cls, nullptr);
-    LockGuard guard(mutex_);
-    ++spans_;
-    partial_.push(span);
+void* CentralCache::take_one_locked(Span* span, std::size_t cls) noexcept {
+  if (span->free_list == nullptr && span->carve_next >= span->carve_end) unpark_blocks(span, g_list_key);
+  void* block;
+  if (span->free_list != nullptr) {
+    block = pop_free_block(span, g_list_key);
+    if (!has_free_mark(block, g_list_key) && STRATA_CHECK_DOUBLE_FREE && !g_options.check)
+      report_misuse(block, static_cast<FreeBlock*>(block)->free_mark == 0
+                               ? "double free (the block was handed out already and is on a free list again)"
+                               : "write after free (a free block's mark was overwritten)");
+  } else {
+    std::uint32_t n;
+    block = carve_blocks(span, 1, g_list_key, n);
+    // Checking mode: never-used blocks carry the free poison too, so that
+    // the poison check at allocation holds for every block.
+    if (g_options.check) poison_block(block, class_size(cls));
   }
-  return nullptr;
+  clear_free_mark(block);
+  if (span == kept_empty_) kept_empty_ = nullptr;
+  ++blocks_out_;
+  return block;
+}
+
+void* CentralCache::allocate_one(std::size_t cls) noexcept {
+  {
+    LockGuard guard(mutex_);
+    if (Span* span = partial_.head) {
+      void* block = take_one_locked(span, cls);
+      if (!span_has_free_blocks(span)) partial_.remove(span);
+      return block;
+    }
+  }
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  if (span == nullptr) return nullptr;
+  init_small_span(span, cls, nullptr);
+  // The block comes out before the span is filed: once filed, another
+  // thread could adopt it before this one takes its block.
+  LockGuard guard(mutex_);
+  ++spans_;
+  void* block = take_one_locked(span, cls);
+  if (span_has_free_blocks(span)) partial_.push(span);
+  return block;
 }
 
 bool CentralCache::holds_free_block(Span* span, const void* block) noexcept {

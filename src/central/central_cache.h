@@ -67,6 +67,10 @@ class CentralCache {
   Mutex& mutex() noexcept { return mutex_; }
 
  private:
+  // Takes one block out of an unowned span of this class (its list, else a
+  // never-used one). Caller holds mutex_.
+  void* take_one_locked(Span* span, std::size_t cls) noexcept;
+
   // Files a block back into its unowned span; the span goes to `empty` when
   // every block came back. Caller holds mutex_.
   void return_block_locked(Span* span, void* block, SpanList& empty) noexcept;
