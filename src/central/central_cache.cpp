@@ -58,15 +58,16 @@ void CentralCache::return_block_locked(Span* span, void* block, SpanList& empty)
   bool emptied = push_block(span, block, g_list_key);
   if (was_full) partial_.push(span);
   if (!emptied) return;
-  verify_empty_span(span, g_list_key);
   if (kept_empty_ == nullptr && span->page_count <= kMaxKeptPages) {
-    // Checking mode keeps the list: a freed block comes back first, and its
-    // poison is checked then (a write after free).
-    if (!g_options.check) reset_empty_span(span);
+    // Checking mode keeps the list as it is: a freed block comes back
+    // first, and its poison is checked then (a write after free).
+    if (!g_options.check) relist_empty_span(span, g_list_key);
+    else verify_empty_span(span, g_list_key);
     kept_empty_ = span;
     span->idle_since = monotonic_ns();
     return;
   }
+  verify_empty_span(span, g_list_key);
   partial_.remove(span);
   --spans_;
   empty.push(span);

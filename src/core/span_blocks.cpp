@@ -82,16 +82,64 @@ void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint3
   return reinterpret_cast<void*>(first);
 }
 
-const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept {
-  if (!STRATA_CHECK_DOUBLE_FREE) return nullptr;
+namespace {
+
+// Calls visit(block) for every carved block of `span` that does not start in
+// a parked unit (parked units read as zero: no mark, no link), in address
+// order; stops early when visit returns false.
+template <class Visit>
+void for_each_unparked_carved_block(const Span* span, Visit&& visit) noexcept {
   const std::size_t size = class_size(span->size_class);
   const std::uintptr_t base = span_base(span);
+  if (span->parked_units == 0) {
+    for (std::uintptr_t b = base; b < span->carve_next; b += size)
+      if (!visit(b)) return;
+    return;
+  }
+  const std::uintptr_t unit = std::uintptr_t{1} << span->unit_shift;
   for (std::uintptr_t b = base; b < span->carve_next; b += size) {
     std::size_t u = (b - base) >> span->unit_shift;
-    if (u < kMaxUnits && ((span->parked_units >> u) & 1)) continue;  // zero pages, no mark
-    if (!has_free_mark(reinterpret_cast<const void*>(b), key)) return reinterpret_cast<const void*>(b);
+    if (u < kMaxUnits && ((span->parked_units >> u) & 1)) {
+      // Skip to the first block that starts past this unit.
+      std::uintptr_t unit_end = base + (u + 1) * unit;
+      b = base + ((unit_end - base + size - 1) / size) * size - size;
+      continue;
+    }
+    if (!visit(b)) return;
   }
-  return nullptr;
+}
+
+}  // namespace
+
+const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept {
+  if (!STRATA_CHECK_DOUBLE_FREE) return nullptr;
+  const void* found = nullptr;
+  for_each_unparked_carved_block(span, [&](std::uintptr_t b) {
+    if (reinterpret_cast<const FreeBlock*>(b)->free_mark == key) return true;
+    found = reinterpret_cast<const void*>(b);
+    return false;
+  });
+  return found;
+}
+
+void relist_empty_span(Span* span, std::uintptr_t key) noexcept {
+  FreeBlock* last = nullptr;
+  void* head = nullptr;
+  std::uint32_t listed = 0;
+  for_each_unparked_carved_block(span, [&](std::uintptr_t b) {
+    auto* block = reinterpret_cast<FreeBlock*>(b);
+    if (STRATA_CHECK_DOUBLE_FREE && block->free_mark != key)
+      report_misuse(block, "double free (a span whose blocks all came back still holds this one in use: "
+                           "another block of it was freed twice)");
+    if (last != nullptr) last->encoded_next = encode_link(b, key);
+    else head = block;
+    last = block;
+    ++listed;
+    return true;
+  });
+  if (last != nullptr) last->encoded_next = encode_link(0, key);
+  span->free_list = head;
+  span->listed_mark = listed;  // countdown is 0: every listed block is free
 }
 
 void countdown_wrapped(const void* block) noexcept {

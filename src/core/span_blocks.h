@@ -108,12 +108,14 @@ inline void sleep_span(Span* span) noexcept {
   span->countdown = class_info(span->size_class).wake_frees - listed;
 }
 
-// An awake span whose blocks all came back starts over as never-used
-// memory: its next allocation lists are carved in address order instead of
-// following the order of the frees (after a burst of frees in random order
+// An awake span whose blocks all came back, kept for reuse: checked for a
+// block still in use (as verify_empty_span) and its free list laid out again
+// in address order in the same pass, so that its next allocation lists do
+// not follow the order of the frees (after a burst of frees in random order
 // that order is random, and every malloc would wait for a cache miss to
-// read the next link). O(1): the old list is simply forgotten.
-void reset_empty_span(Span* span) noexcept;
+// read the next link). One pass over the span's carved blocks, which the
+// check reads anyway.
+void relist_empty_span(Span* span, std::uintptr_t key) noexcept;
 
 // Prepares a span fresh from the page heap for class `cls` (no owner yet).
 void format_small_span(Span* span, std::size_t cls) noexcept;

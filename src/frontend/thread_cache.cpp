@@ -77,16 +77,16 @@ namespace {
 // the page heap), else given back.
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->size_class;
-  verify_empty_span(span, cache->key);
-  reset_empty_span(span);
   if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes) {
+    relist_empty_span(span, cache->key);
     span->kept_empty = true;
-    span->idle_since = monotonic_ns();
+    span->used_epoch = cache->scavenge_epoch;  // idle from now: no clock read per empty span
     cache->kept_empty_bytes += span->bytes();
     cache->partial[cls].remove(span);
     cache->partial[cls].push_back(span);  // spans with live blocks are used first
     return;
   }
+  verify_empty_span(span, cache->key);
   cache->partial[cls].remove(span);
   g_page_heap.deallocate(span);
 }
@@ -100,11 +100,31 @@ void unkeep(ThreadCache* cache, Span* span) noexcept {
 
 // The next span to allocate class `cls` from: an owned one with free blocks
 // (fullest first: the front of the list), an unowned one, a fresh one.
+// An empty span this thread keeps for another class of the same span length
+// (a burst of one mix of sizes freed, then another allocated: the pages
+// serve again without a visit to the page heap). Made over for `cls`: the
+// owner tags stay (same owner), the blocks start over as never used.
+Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noexcept {
+  if (cache->kept_empty_bytes == 0) return nullptr;
+  const std::uint32_t pages = class_info(cls).span_pages;
+  for (std::size_t other = 1; other < kNumClasses; ++other) {
+    if (other == cls || class_info(other).span_pages != pages) continue;
+    Span* span = cache->partial[other].tail;
+    if (span == nullptr || !span->kept_empty) continue;
+    unkeep(cache, span);
+    cache->partial[other].remove(span);
+    format_small_span(span, cls);
+    return span;
+  }
+  return nullptr;
+}
+
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   if (Span* span = cache->partial[cls].pop()) {
     unkeep(cache, span);
     return span;
   }
+  if (Span* span = reuse_kept_span_of_another_class(cache, cls)) return span;
   if (Span* span = g_central[cls].adopt(cache)) {
     ++cache->stats.spans_adopted;
     return span;
@@ -116,13 +136,15 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   return span;
 }
 
-// How many never-used blocks to carve: up to `want`, but none past the OS
-// page the next one starts in (at least one block). Carving writes into
-// every block it hands the list, so a page it touches becomes resident: a
-// class a program uses once should cost the page its block lies in, not a
-// batch's worth.
+// How many never-used blocks to carve: up to `want`; from a span not carved
+// yet, none past the OS page its first block starts in (at least one).
+// Carving writes into every block it hands the list, so a page it touches
+// becomes resident: a class a program uses once should cost the page its
+// block lies in, not a batch's worth; a span carved once is in use, and
+// gets whole batches (fewer slow paths).
 std::uint32_t carve_quota(const Span* span, std::uint32_t want) noexcept {
   constexpr std::uintptr_t kOsPage = 4096;
+  if (span->carve_next != reinterpret_cast<std::uintptr_t>(span->start())) return want;
   std::uintptr_t size = class_size(span->size_class);
   std::uintptr_t page_end = (span->carve_next & ~(kOsPage - 1)) + kOsPage;
   std::uintptr_t fits = page_end > span->carve_next ? (page_end - span->carve_next + size - 1) / size : 1;
@@ -274,7 +296,11 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   // few enough that their order costs nothing); any other goes.
   if (span == cache->current[cls]) return;
   span_emptied(cache, span);
-  housekeeping(cache);
+  // A program that only frees still gives memory back on time.
+  if (--cache->slow_until_housekeeping < 0) {
+    cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
+    housekeeping(cache);
+  }
 }
 
 // --- receiving blocks other threads freed -------------------------------------------
@@ -328,7 +354,7 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
       Span* before = span->prev;
-      if (now - span->idle_since >= period) {
+      if (span->used_epoch + 1 < cache->scavenge_epoch) {  // kept a whole period
         unkeep(cache, span);
         spans.remove(span);
         g_page_heap.deallocate(span);
