@@ -1,5 +1,7 @@
 #include "api/text_sink.h"
 
+#include "platform/digits.h"
+
 #include "platform/os.h"
 
 namespace strata::detail {
@@ -38,14 +40,10 @@ TextSink& TextSink::text(const char* s) noexcept {
 }
 
 TextSink& TextSink::number(std::uint64_t value, int width) noexcept {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  for (int i = n; i < width; ++i) put(' ');
-  while (n > 0) put(digits[--n]);
+  char buffer[24];
+  const char* p = digits_of(value, 10, buffer);
+  for (int i = static_cast<int>(buffer + sizeof(buffer) - p); i < width; ++i) put(' ');
+  while (p < buffer + sizeof(buffer)) put(*p++);
   return *this;
 }
 

@@ -83,19 +83,4 @@ inline void list_set_next(void* block, void* next) noexcept {
   static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(next), g_list_key);
 }
 
-// A chain of blocks known by both ends, so chains splice in O(1).
-struct BlockChain {
-  void* head = nullptr;
-  void* tail = nullptr;
-  std::uint32_t count = 0;
-
-  void push(void* block) noexcept {
-    list_set_next(block, head);
-    if (head == nullptr) tail = block;
-    head = block;
-    ++count;
-  }
-  bool empty() const noexcept { return head == nullptr; }
-};
-
 }  // namespace strata::detail

@@ -51,16 +51,6 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   span->unit_shift = static_cast<std::uint8_t>(shift);
 }
 
-void reset_empty_span(Span* span) noexcept {
-  span->free_list = nullptr;
-  span->listed_mark = 0;
-  span->countdown = 0;
-  span->carve_next = span_base(span);
-  span->parked_units = 0;  // their pages read as zero; carving faults them in
-  span->parked_blocks = 0;
-  span->tail_released = false;
-}
-
 void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint32_t& count, void* then) noexcept {
   std::size_t size = class_size(span->size_class);
   std::uintptr_t available = (span->carve_end - span->carve_next) / size;

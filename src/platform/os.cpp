@@ -1,5 +1,7 @@
 #include "platform/os.h"
 
+#include "platform/digits.h"
+
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -88,18 +90,16 @@ void os_write_stderr(const char* text) noexcept {
 
 void os_write_stderr_u64(std::uint64_t value, int base) noexcept {
   char buffer[24];
-  char* p = buffer + sizeof(buffer) - 1;
-  *p = '\0';
-  do {
-    unsigned digit = static_cast<unsigned>(value % static_cast<unsigned>(base));
-    *--p = static_cast<char>(digit < 10 ? '0' + digit : 'a' + digit - 10);
-    value /= static_cast<unsigned>(base);
-  } while (value != 0);
+  char* p = digits_of(value, static_cast<unsigned>(base), buffer);
+  char text[28];
+  std::size_t n = 0;
   if (base == 16) {
-    *--p = 'x';
-    *--p = '0';
+    text[n++] = '0';
+    text[n++] = 'x';
   }
-  os_write_stderr(p);
+  while (p < buffer + sizeof(buffer)) text[n++] = *p++;
+  text[n] = '\0';
+  os_write_stderr(text);
 }
 
 void os_fatal(const char* message) noexcept {

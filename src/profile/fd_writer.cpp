@@ -1,5 +1,7 @@
 #include "profile/fd_writer.h"
 
+#include "platform/digits.h"
+
 #include <cerrno>
 #include <unistd.h>
 
@@ -34,27 +36,18 @@ FdWriter& FdWriter::bytes(const char* data, std::size_t length) noexcept {
 }
 
 FdWriter& FdWriter::number(std::uint64_t value, int width) noexcept {
-  char digits[24];
-  int n = 0;
-  do {
-    digits[n++] = static_cast<char>('0' + value % 10);
-    value /= 10;
-  } while (value != 0);
-  for (int i = n; i < width; ++i) put(' ');
-  while (n > 0) put(digits[--n]);
+  char buffer[24];
+  const char* p = digits_of(value, 10, buffer);
+  for (int i = static_cast<int>(buffer + sizeof(buffer) - p); i < width; ++i) put(' ');
+  while (p < buffer + sizeof(buffer)) put(*p++);
   return *this;
 }
 
 FdWriter& FdWriter::hex(std::uint64_t value) noexcept {
-  char digits[16];
-  int n = 0;
-  do {
-    unsigned d = static_cast<unsigned>(value & 15);
-    digits[n++] = static_cast<char>(d < 10 ? '0' + d : 'a' + d - 10);
-    value >>= 4;
-  } while (value != 0);
+  char buffer[24];
+  const char* p = digits_of(value, 16, buffer);
   put('0').put('x');
-  while (n > 0) put(digits[--n]);
+  while (p < buffer + sizeof(buffer)) put(*p++);
   return *this;
 }
 
