@@ -167,7 +167,7 @@ void print_table(TextSink& o, const strata_stats_t& s) {
   row("mapped", s.mapped_bytes, "address space reserved from the OS");
   row("resident (process)", s.resident_bytes, "physical memory of the whole process");
   row("in use", s.in_use_bytes, "blocks the program holds");
-  row("  large blocks", s.large_in_use_bytes, "blocks over 32 KiB");
+  row("  large blocks", s.large_in_use_bytes, "spans of their own (over 32 KiB, sampled)");
   row("small spans", s.small_span_bytes, "pages cut into size classes");
   row("thread caches", s.thread_cache_bytes, "free blocks cached per thread");
   row("in transit", s.in_transit_bytes, "freed blocks on their way to their owner");

@@ -94,7 +94,7 @@ void inspect_cache(ThreadCache* cache, void* context) {
     for (std::uint32_t i = 0; i < slot.parcel->count; ++i) {
       std::size_t cls = slot.parcel->classes[i];
       Span* span = g_page_map.lookup(slot.parcel->blocks[i]);
-      if (span == nullptr || span->size_class != cls)
+      if (span == nullptr || span->state != SpanState::kSmall || span->size_class != cls)
         model_violation("an outbox parcel names the wrong class for a block", slot.parcel->blocks[i], 0, cls);
       ++by_class[cls];
       ++holdings.in_transit[cls];
