@@ -88,10 +88,10 @@ typedef struct strata_stats_t {
   size_t mapped_bytes;         /* address space reserved from the OS */
   size_t resident_bytes;       /* physical memory of the whole process now */
   size_t in_use_bytes;         /* bytes of blocks the program holds (block sizes) */
-  size_t large_in_use_bytes;   /* of which blocks over 256 KiB (whole spans) */
+  size_t large_in_use_bytes;   /* of which blocks that are spans of their own (whole spans) */
   size_t small_span_bytes;     /* pages cut into size-class blocks */
   size_t thread_cache_bytes;   /* free blocks in thread caches */
-  size_t in_transit_bytes;     /* freed blocks waiting in outboxes */
+  size_t in_transit_bytes;     /* freed blocks on their way to their owner */
   size_t span_free_bytes;      /* free blocks inside small spans */
   size_t page_heap_free_bytes; /* free pages still backed by memory */
   size_t decommitted_bytes;    /* free pages given back to the OS */

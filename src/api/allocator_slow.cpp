@@ -29,6 +29,15 @@ void* out_of_memory() noexcept {
 
 std::size_t pages_for(std::size_t bytes) noexcept { return (bytes + kPageSize - 1) >> kPageShift; }
 
+// Spans start on pages and every class size is a multiple of kMinAlignment,
+// so every block is aligned to it.
+constexpr bool every_class_min_aligned() noexcept {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    if (class_size(cls) % kMinAlignment != 0) return false;
+  return true;
+}
+static_assert(every_class_min_aligned() && kPageSize % kMinAlignment == 0, "blocks are kMinAlignment-aligned");
+
 }  // namespace
 
 void* allocate_general(std::size_t size, CallSite site) noexcept {
@@ -60,7 +69,9 @@ void* allocate_large(std::size_t size, CallSite site, bool zeroed) noexcept {
 void* allocate_aligned(std::size_t alignment, std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (g_options.check && checking()) return checked_allocate(alignment, size);
-  if (alignment <= kMinAlignment) return allocate_from(size < alignment ? alignment : size, site);
+  // Every block is aligned to kMinAlignment (below): the request itself
+  // picks the class, and heap profiling records the size the program asked.
+  if (alignment <= kMinAlignment) return allocate_from(size, site);
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
     if (std::size_t cls = aligned_size_to_class(size, alignment); cls != 0) {
@@ -144,7 +155,7 @@ void* reallocate(void* block, std::size_t size, CallSite site) noexcept {
       return block;  // the free pages right after the block were enough
     }
   }
-  void* moved = allocate_from(size == 0 ? 1 : size, site);
+  void* moved = allocate_from(size, site);  // size 0: the smallest class, as malloc(0)
   if (moved == nullptr) return out_of_memory();
   std::memcpy(moved, block, size < old_size ? size : old_size);
   release(block);

@@ -9,6 +9,7 @@
 #include "backend/page_heap.h"
 #include "central/central_cache.h"
 #include "core/page_map.h"
+#include "frontend/parcel.h"
 #include "frontend/remote_free.h"
 #include "frontend/thread_cache.h"
 #include "platform/os.h"
@@ -31,6 +32,7 @@ struct Totals {
   std::uint64_t cached[kNumClasses] = {};    // on allocation lists
   std::uint64_t transit[kNumClasses] = {};   // in outboxes and inboxes
   std::uint64_t parked_bytes = 0;
+  std::uint64_t max_inbox_items = 0;         // see add_inbox
   std::size_t threads = 0;
   std::uint64_t remote_frees = 0;
   std::uint64_t remote_batches = 0;
@@ -54,10 +56,14 @@ void add_span(const Span* span, void* context) {
 }
 
 // Blocks waiting in an inbox: the parcels are metadata, never unmapped, so a
-// walk that races with their owner reads mapped memory; it is bounded.
+// walk that races with their owner reads mapped memory; it is bounded, so
+// that it ends even then. The bound is what a well-formed list can hold
+// (each parcel that exists and each block small spans hold, at most once),
+// never a fixed count: an idle owner's inbox may hold thousands of parcels,
+// and the blocks past a fixed bound would count as in use.
 void add_inbox(const Inbox& inbox, Totals* totals) {
   InboxItem item = inbox.peek_head();
-  for (int items = 0; item != 0 && items < 4096; ++items) {
+  for (std::uint64_t items = 0; item != 0 && items < totals->max_inbox_items; ++items) {
     if (item_is_block(item)) {
       if (Span* span = g_page_map.lookup(item_block(item))) {
         std::size_t cls = peek(span->size_class);
@@ -102,6 +108,7 @@ extern "C" void strata_stats(strata_stats_t* out) {
   static Mutex totals_mutex;
   LockGuard guard(totals_mutex);
   totals = Totals{};
+  totals.max_inbox_items = parcel_metadata_bytes() / sizeof(Parcel) + heap.small_span_bytes / class_size(1) + 1;
   visit_caches(add_cache, &totals);
   g_page_heap.visit_small_spans(add_span, &totals);
 
@@ -160,7 +167,7 @@ void print_table(TextSink& o, const strata_stats_t& s) {
   row("mapped", s.mapped_bytes, "address space reserved from the OS");
   row("resident (process)", s.resident_bytes, "physical memory of the whole process");
   row("in use", s.in_use_bytes, "blocks the program holds");
-  row("  large blocks", s.large_in_use_bytes, "blocks over 32 KiB");
+  row("  large blocks", s.large_in_use_bytes, "spans of their own (over 32 KiB, sampled)");
   row("small spans", s.small_span_bytes, "pages cut into size classes");
   row("thread caches", s.thread_cache_bytes, "free blocks cached per thread");
   row("in transit", s.in_transit_bytes, "freed blocks on their way to their owner");

@@ -2,9 +2,11 @@
 // them on strata (thread 0 here, threads 1..3 on turn-taking workers) and
 // checks every result against the block model. Entry point for libFuzzer;
 // standalone_driver.cpp calls the same function in g++ builds.
+#include "block_ledger.hpp"
 #include "block_model.hpp"
 #include "operations.hpp"
 #include "simulated_threads.hpp"
+#include "stats_check.hpp"
 
 #include <strata/concurrent_pool.hpp>
 #include <strata/object_pool.hpp>
@@ -62,6 +64,14 @@ class Execution {
           if (strata_usable_size(slot.p) != slot.usable)
             model_violation("usable size changed while the block was live", slot.p, slot.size, slot.usable);
         }
+        break;
+      case Kind::CheckStats:
+        check_statistics();  // the other threads wait for their turn: strata is quiet
+        break;
+      case Kind::ReleaseMemory:
+        if (op.extra < 64) strata_release_free_memory();
+        break;
+      case Kind::ThreadExit:  // run_input handles it: a thread cannot replace itself
         break;
       case Kind::Count:
         break;
@@ -145,8 +155,15 @@ class Execution {
     slot.usable = strata_usable_size(p);
     slot.seed = next_seed_++;
     check_placement(slot);
+    check_in_ledger(slot);
     live_.insert(slot);
     fill_contents(slot);
+  }
+
+  // The statistics check counts blocks through the ledger: it must see
+  // every block the fuzzer holds (a link without --wrap would not).
+  static void check_in_ledger(const Block& b) {
+    if (!ledger().contains(b.p)) model_violation("the ledger missed a block (linked without --wrap?)", b.p, b.size, 0);
   }
 
   void resize(Block& slot, std::size_t size) {
@@ -168,6 +185,7 @@ class Execution {
     slot.usable = strata_usable_size(p);
     slot.seed = next_seed_++;
     check_placement(slot);
+    check_in_ledger(slot);
     live_.insert(slot);
     fill_contents(slot);
   }
@@ -204,23 +222,34 @@ class Execution {
 
 }  // namespace
 
-// One fuzz input: operations grouped in runs per thread, run in input order.
+// One fuzz input: operations grouped in runs per thread, run in input order;
+// a thread exit ends a run.
 int run_input(const std::uint8_t* data, std::size_t size) {
   static TurnTakingThreads workers(kThreads - 1);
   std::vector<Operation> ops = decode(data, size);
-  Execution execution;
-  std::size_t i = 0;
-  while (i < ops.size()) {
-    std::size_t end = i;
-    while (end < ops.size() && ops[end].thread == ops[i].thread) ++end;
-    auto run = [&, begin = i, end] {
-      for (std::size_t k = begin; k < end; ++k) execution.apply(ops[k]);
-    };
-    if (ops[i].thread == 0) run();
-    else workers.run_on(ops[i].thread - 1u, std::function<void()>(run));
-    i = end;
+  {
+    Execution execution;
+    std::size_t i = 0;
+    while (i < ops.size()) {
+      if (ops[i].kind == Kind::ThreadExit) {
+        if (ops[i].thread != 0 && ops[i].extra == 0) workers.restart(ops[i].thread - 1u);
+        ++i;
+        continue;
+      }
+      std::size_t end = i;
+      while (end < ops.size() && ops[end].thread == ops[i].thread && ops[end].kind != Kind::ThreadExit) ++end;
+      auto run = [&, begin = i, end] {
+        for (std::size_t k = begin; k < end; ++k) execution.apply(ops[k]);
+      };
+      if (ops[i].thread == 0) run();
+      else workers.run_on(ops[i].thread - 1u, std::function<void()>(run));
+      i = end;
+    }
+    execution.release_all();
   }
-  execution.release_all();
+  // Every block and pool is gone (but what the immortal pools keep, which
+  // the ledger holds): the statistics must say so.
+  check_statistics();
   return 0;
 }
 

@@ -9,7 +9,8 @@ Re-run after changing the format:  python3 tests/fuzz/make_corpus.py
 import os
 import random
 
-MALLOC, CALLOC, REALLOC, REALLOC_ZERO, ALIGNED, FREE, FREE_SIZED, TOUCH, POOL = range(9)
+(MALLOC, CALLOC, REALLOC, REALLOC_ZERO, ALIGNED, FREE, FREE_SIZED, TOUCH, POOL, STATS, RELEASE,
+ THREAD_EXIT) = range(12)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -107,6 +108,48 @@ def scenario_pools():
     return out
 
 
+def scenario_stats_threads():
+    """Statistics against the model while blocks are cached, in transit
+    between threads, in pools and in large spans: every thread allocates
+    enough to get a cache of its own, frees the others' blocks, and the
+    statistics are compared after every phase."""
+    out = b""
+    for rnd in range(22):  # 264 small mallocs per thread: past the young threshold (256)
+        for t in range(4):
+            for i in range(12):
+                slot = t * 12 + i
+                size = tiny(i * 11) if i % 3 else small(i * 333 + rnd)
+                out += op(MALLOC, t, slot, size)
+            out += op(STATS, t, 0)
+        for t in range(4):  # each thread frees the next thread's blocks
+            for i in range(0, 12, 2):
+                out += op(FREE, t, ((t + 1) % 4) * 12 + i)
+            out += op(STATS, t, 0)
+    for i in range(8):
+        out += op(POOL, i % 4, 40 + i, bytes([3 + i % 5, 4]), tiny(40))
+        out += op(MALLOC, (i + 1) % 4, i, large(i * 700))
+    out += op(STATS, 0, 0)
+    out += op(RELEASE, 1, 0, bytes([0])) + op(STATS, 2, 0)
+    out += op(THREAD_EXIT, 2, 0, bytes([0])) + op(STATS, 0, 0)
+    out += op(THREAD_EXIT, 3, 0, bytes([0])) + op(STATS, 1, 0)
+    for i in range(48):
+        out += op(FREE, i % 4, i)
+    return out + op(STATS, 0, 0) + op(RELEASE, 0, 0, bytes([1])) + op(STATS, 0, 0)
+
+
+def scenario_stats_profile_requests():
+    """Requests heap profiling once recorded as something else than the
+    program asked: realloc to 0 (recorded as 1) and aligned_alloc with an
+    alignment of 16 or less and a smaller size (recorded as the alignment).
+    fuzz.differential_all_sampled samples every block, so the check sees
+    every such record."""
+    out = b""
+    for i in range(24):
+        out += op(MALLOC, 0, i, tiny(i + 1)) + op(REALLOC_ZERO, 0, i)
+        out += op(ALIGNED, 0, 24 + i, bytes([i % 5]), tiny(i % 16))
+    return out + op(STATS, 0, 0)
+
+
 def scenario_random(seed):
     rng = random.Random(seed)
     return bytes(rng.randrange(256) for _ in range(rng.randrange(64, 600)))
@@ -124,6 +167,8 @@ def main():
         "power_of_two_edges": scenario_power_of_two_edges(),
         "large_spans": scenario_large_spans(),
         "pools": scenario_pools(),
+        "stats_threads": scenario_stats_threads(),
+        "stats_profile_requests": scenario_stats_profile_requests(),
     }
     for seed in range(5):
         scenarios["random_%d" % seed] = scenario_random(seed)

@@ -27,6 +27,10 @@ enum class Kind : std::uint8_t {
   FreeSized,     // free_sized with any size between request and usable size
   Touch,         // re-check a live block's contents and usable size
   PoolAllocate,  // allocate from one of strata's pools (pmr resources and fixed-size pools)
+  CheckStats,    // compare strata_stats with the model (stats_check.hpp)
+  ReleaseMemory, // strata_release_free_memory (when `extra` < 64: it is costly)
+  ThreadExit,    // the simulated thread exits, a new one takes its place (when `extra` is 0: it resets
+                 // the thread to a young one, which then needs hundreds of operations to get a cache)
   Count
 };
 
@@ -37,7 +41,8 @@ struct Operation {
   std::size_t size;       // bytes (Calloc: per element)
   std::size_t count;      // Calloc elements
   std::size_t alignment;  // AlignedAlloc
-  std::uint8_t extra;     // FreeSized: where between request and usable size; PoolAllocate: resource
+  std::uint8_t extra;     // FreeSized: where between request and usable size; PoolAllocate: resource;
+                          // ReleaseMemory, ThreadExit: whether it happens (see Kind)
 };
 
 // Cursor over the input; reads zeros past the end so every input decodes.
@@ -95,6 +100,8 @@ inline std::vector<Operation> decode(const std::uint8_t* data, std::size_t size)
         op.size = decode_size(in);
         break;
       case Kind::FreeSized:
+      case Kind::ReleaseMemory:
+      case Kind::ThreadExit:
         op.extra = in.byte();
         break;
       case Kind::PoolAllocate:

@@ -1,7 +1,8 @@
 // Real threads that take turns: the fuzzing thread hands a run of operations
 // to worker k and waits for it to finish. Each worker has its own strata
 // thread cache, so blocks move between caches (cross-thread frees) while the
-// interleaving stays fully determined by the input.
+// interleaving stays fully determined by the input. A worker may also exit
+// and be replaced, at a point the input chooses.
 #pragma once
 
 #include <condition_variable>
@@ -24,6 +25,20 @@ class TurnTakingThreads {
       w.wake.notify_one();
     }
     for (auto& w : workers_) w.thread.join();
+  }
+
+  // Worker `index` exits (strata's thread-exit path runs: its cache goes
+  // back) and a new thread takes its place, young and without a cache.
+  void restart(std::size_t index) {
+    Worker& w = workers_[index];
+    {
+      std::lock_guard<std::mutex> guard(w.lock);
+      w.quit = true;
+      w.wake.notify_one();
+    }
+    w.thread.join();
+    w.quit = false;  // the old thread is gone: nobody else reads it now
+    w.thread = std::thread([this, index] { serve(index); });
   }
 
   // Runs `work` on worker `index` and returns when it is done.

@@ -1,6 +1,8 @@
 // Statistics add up: what a thread allocates shows in the counters.
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -78,6 +80,44 @@ TEST(Stats, RemoteFreesAreCountedInBatches) {
   }).join();
   strata_stats_t after = snapshot();
   EXPECT_GE(after.remote_frees - before.remote_frees, 6400u);
+}
+
+// A thread that owns many blocks and then waits (a producer blocked on a
+// queue) while another thread frees them all: the blocks wait in the
+// owner's inbox, one parcel of 64 per item, and are no longer in use. The
+// inbox then holds more items than the bound statistics once put on the
+// walk of an inbox (4096), and the blocks past it counted as in use.
+TEST(Stats, BlocksWaitingInALongInboxAreNotInUse) {
+  constexpr std::size_t kParcels = 4096 + 200;  // 64 blocks each
+  constexpr std::size_t kBlocks = kParcels * 64;
+  strata_stats_t before = snapshot();
+  std::vector<void*> blocks;
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool allocated = false, done = false;
+  std::thread owner([&] {
+    for (std::size_t i = 0; i < kBlocks; ++i) blocks.push_back(strata_malloc(16));
+    std::unique_lock<std::mutex> guard(mutex);
+    allocated = true;
+    changed.notify_all();
+    changed.wait(guard, [&] { return done; });  // idle: never drains its inbox
+  });
+  {
+    std::unique_lock<std::mutex> guard(mutex);
+    changed.wait(guard, [&] { return allocated; });
+  }
+  std::thread([&] {
+    for (void* p : blocks) strata_free(p);
+  }).join();  // its exit sends what its outbox still holds
+  strata_stats_t waiting = snapshot();
+  EXPECT_EQ(waiting.in_use_bytes, before.in_use_bytes);
+  EXPECT_GE(waiting.in_transit_bytes, kBlocks * 16);
+  {
+    std::lock_guard<std::mutex> guard(mutex);
+    done = true;
+    changed.notify_all();
+  }
+  owner.join();
 }
 
 namespace {

@@ -1,0 +1,164 @@
+#include "engine_view.hpp"
+
+#include "block_model.hpp"
+
+#include <strata/strata.h>
+
+#include "core/constants.h"
+#include "core/free_list.h"
+#include "core/page_map.h"
+#include "core/span.h"
+#include "backend/page_heap.h"
+#include "frontend/inbox.h"
+#include "frontend/parcel.h"
+#include "frontend/thread_cache.h"
+#include "profile/sample_store.h"
+
+namespace strata_fuzz {
+
+using namespace strata::detail;
+
+BlockPlace place_of(const void* p) {
+  BlockPlace place;
+  const Span* span = g_page_map.lookup(p);
+  if (span == nullptr || !span->contains(p)) model_violation("a live block has no span", p, 0, 0);
+  if (span->state == SpanState::kSmall) {
+    place.small = true;
+    place.size_class = span->size_class;
+    if (place.size_class == 0 || place.size_class >= kNumClasses)
+      model_violation("a live block's span has no size class", p, 0, place.size_class);
+    return place;
+  }
+  if (span->state != SpanState::kLarge || span->start() != p)
+    model_violation("a live block is neither in a small span nor a large span's start", p, 0,
+                    static_cast<std::size_t>(span->state));
+  place.span_bytes = span->bytes();
+  if (const Sample* sample = span->sample) {
+    place.sample = sample;
+    place.sample_requested = sample->requested_size;
+    place.sample_usable = sample->usable_size;
+    place.sample_block = sample->block;
+  }
+  return place;
+}
+
+namespace {
+
+void inspect_cache(ThreadCache* cache, void* context) {
+  auto& holdings = *static_cast<CacheHoldings*>(context);
+  if (cache->life == ThreadCache::Life::kAlive) ++holdings.live_caches;
+  std::size_t kept = 0;
+
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    const AllocList& list = cache->lists[cls];
+    const Span* current = cache->current[cls];
+    const std::size_t capacity = class_info(cls).span_objects;
+    std::uint64_t length = 0;
+    for (void* b = list.head; b != nullptr; b = list_next(b)) {
+      if (++length > capacity) model_violation("allocation list longer than a span", b, class_size(cls), length);
+      if (g_page_map.lookup(b) != current)
+        model_violation("allocation list holds a block of another span than the current one", b, class_size(cls), cls);
+    }
+    if (list.avail < 0 || static_cast<std::uint64_t>(list.avail) != length)
+      model_violation("allocation list's count is not its length", list.head, class_size(cls),
+                      static_cast<std::size_t>(list.avail));
+    holdings.listed[cls] += length;
+    holdings.listed_bytes += length * class_size(cls);
+
+    // Kept empty spans (filed at the back of the class's partial list):
+    // no block out, and never the current span.
+    for (const Span* s = cache->partial[cls].head; s != nullptr; s = s->next) {
+      if (!s->kept_empty) continue;
+      if (s->countdown != 0 || s->sleeping || s == current)
+        model_violation("a kept empty span has blocks out", s->start(), s->bytes(), s->countdown);
+      kept += s->bytes();
+    }
+  }
+  if (kept != cache->kept_empty_bytes)
+    model_violation("kept empty spans do not add up to kept_empty_bytes", cache, kept, cache->kept_empty_bytes);
+  if (kept > cache->max_kept_bytes)
+    model_violation("kept empty spans over the thread's bound", cache, kept, cache->max_kept_bytes);
+  if (cache->life == ThreadCache::Life::kAlive &&
+      cache->max_kept_bytes != static_cast<std::size_t>(strata_option_get(STRATA_OPTION_THREAD_CACHE_BYTES)))
+    model_violation("a thread's kept-span bound is not STRATA_THREAD_CACHE_BYTES", cache, cache->max_kept_bytes, 0);
+
+  // The outbox: its parcels against its counters.
+  std::uint64_t by_class[kNumClasses] = {};
+  std::size_t slot_bytes = 0;
+  for (const OutboxSlot& slot : cache->outbox.slots) {
+    if (slot.parcel == nullptr) {
+      if (slot.bytes != 0) model_violation("an empty outbox slot counts bytes", cache, slot.bytes, 0);
+      continue;
+    }
+    std::size_t bytes = 0;
+    for (std::uint32_t i = 0; i < slot.parcel->count; ++i) {
+      std::size_t cls = slot.parcel->classes[i];
+      Span* span = g_page_map.lookup(slot.parcel->blocks[i]);
+      if (span == nullptr || span->state != SpanState::kSmall || span->size_class != cls)
+        model_violation("an outbox parcel names the wrong class for a block", slot.parcel->blocks[i], 0, cls);
+      ++by_class[cls];
+      ++holdings.in_transit[cls];
+      bytes += class_size(cls);
+    }
+    if (bytes != slot.bytes) model_violation("an outbox slot's bytes are not its parcel's", cache, bytes, slot.bytes);
+    slot_bytes += bytes;
+  }
+  if (slot_bytes != cache->outbox.pending_bytes)
+    model_violation("outbox pending_bytes is not what its parcels hold", cache, slot_bytes, cache->outbox.pending_bytes);
+  if (slot_bytes >= Outbox::kTotalBytes) model_violation("outbox over its 1 MiB bound", cache, slot_bytes, 0);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    if (by_class[cls] != cache->outbox.pending_blocks[cls])
+      model_violation("outbox pending_blocks is not what its parcels hold", cache, by_class[cls],
+                      cache->outbox.pending_blocks[cls]);
+
+  // The inbox: parcels and single blocks other threads sent, not drained yet.
+  std::size_t items = 0;
+  for (InboxItem item = cache->inbox.peek_head(); item != 0; item = item_next(item)) {
+    if (++items > (std::size_t{1} << 24)) model_violation("inbox does not end", cache, items, 0);
+    auto count = [&](void* block) {
+      Span* span = g_page_map.lookup(block);
+      if (span == nullptr || span->state != SpanState::kSmall)
+        model_violation("an inbox holds a block of no small span", block, 0, 0);
+      ++holdings.in_transit[span->size_class];
+    };
+    if (item_is_block(item)) {
+      count(item_block(item));
+    } else {
+      const Parcel* parcel = item_parcel(item);
+      for (std::uint32_t i = 0; i < parcel->count; ++i) count(parcel->blocks[i]);
+    }
+  }
+}
+
+void inspect_span(const Span* span, void* context) {
+  auto& holdings = *static_cast<SpanHoldings*>(context);
+  const std::size_t cls = span->size_class;
+  if (cls == 0 || cls >= kNumClasses) model_violation("a small span without a class", span->start(), span->bytes(), cls);
+  const std::size_t size = class_size(cls);
+  ++holdings.spans[cls];
+  std::uint64_t listed = 0;
+  for (void* b = span->free_list; b != nullptr; b = list_next(b))
+    if (++listed > span->capacity) model_violation("a span's free list is longer than the span", b, size, listed);
+  const std::uint64_t uncarved = (span->carve_end - span->carve_next) / size;
+  holdings.free_blocks[cls] += listed + uncarved + span->parked_blocks;
+}
+
+}  // namespace
+
+CacheHoldings inspect_caches() {
+  CacheHoldings holdings;
+  visit_caches(inspect_cache, &holdings);
+  return holdings;
+}
+
+SpanHoldings inspect_spans() {
+  SpanHoldings holdings;
+  g_page_heap.visit_small_spans(inspect_span, &holdings);
+  return holdings;
+}
+
+std::size_t span_bytes_of_class(std::size_t cls) { return std::size_t{class_info(cls).span_pages} << kPageShift; }
+std::size_t blocks_per_span(std::size_t cls) { return class_info(cls).span_objects; }
+std::size_t class_block_size(std::size_t cls) { return class_size(cls); }
+
+}  // namespace strata_fuzz
