@@ -59,7 +59,8 @@
 #   passing/        the output of passing runs (--keep-passing only)
 # A run fails when it exits non-zero, is killed by a signal, prints a sanitizer report
 # (ASan/UBSan/TSan builds fail on the first report anyway) or outlives its time limit
-# (timeout, exit code 124).
+# (timeout, exit code 124: 300 s for a pool job, 3 x stress-seconds + 120 s for a stress
+# program, three times that under ASan and ten times under TSan).
 #
 # For hours, detach it, e.g.:
 #   nohup scripts/soak.sh --hours 8 --log-dir /tmp/soak-night > /tmp/soak-night.out 2>&1 &
@@ -147,7 +148,8 @@ plan_run() {  # job kind dir seed k
       cmd=("$dir/tests/pools/pool_concurrent_test" "--gtest_filter=ConcurrentPool/3.StressManyThreadsNoObjectHandedOutTwice") ;;
     pool_concurrent)
       cmd=("$dir/tests/pools/pool_concurrent_test" "--gtest_filter=ConcurrentPool/*.Stress*:ConcurrentPool/*.ProducerConsumer*"
-           --gtest_shuffle "--gtest_random_seed=$(( s % 99999 + 1 ))" --gtest_repeat=3) ;;
+           --gtest_shuffle "--gtest_random_seed=$(( s % 99999 + 1 ))")
+      [ "$kind" = release ] && cmd+=(--gtest_repeat=3) ;;
     pool_churn)
       cmd=("$dir/tests/pools/pool_thread_cached_churn_test" --gtest_shuffle "--gtest_random_seed=$(( s % 99999 + 1 ))") ;;
     pool_interleavings)
@@ -165,9 +167,12 @@ plan_run() {  # job kind dir seed k
       # Release builds also have the libc-name variant (whole program on strata): every other run.
       [ "$kind" = release ] && [ $(( k % 2 )) = 1 ] && program="${job}_override"
       cmd=("$dir/tests/stress/$program" "--seconds=$stress_seconds" "--threads=$threads" "--seed=$s")
-      limit=$(( stress_seconds * 10 + 120 )) ;;
+      limit=$(( stress_seconds * 3 + 120 )) ;;
     *) echo "soak.sh: unknown job $job" >&2; exit 2 ;;
   esac
+  # Sanitizers slow the programs down (TSan 5-15x); a limit is there to catch
+  # a hang, not a slow machine.
+  case "$kind" in asan) limit=$(( limit * 3 )) ;; tsan) limit=$(( limit * 10 )) ;; esac
   [ -x "${cmd[0]}" ]
 }
 
