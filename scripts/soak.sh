@@ -176,6 +176,9 @@ plan_run() {  # job kind dir seed k
   [ -x "${cmd[0]}" ]
 }
 
+# The words, each quoted for the shell and preceded by a space (nothing for none).
+quote_words() { [ $# -gt 0 ] && printf ' %q' "$@"; }
+
 declare -A runs_of fails_of
 total=0; failed=0; skipped_missing=""
 write_summary() {
@@ -227,7 +230,7 @@ while [ "$(date +%s)" -lt "$deadline" ]; do
       failed=$(( failed + 1 ))
       fails_of[$key]=$(( ${fails_of[$key]:-0} + 1 ))
       n=$(printf '%04d' "$failed")
-      replay="cd $(printf '%q' "$repo") && env$(printf ' %q' "${env_all[@]}") timeout -k 10 $limit$(printf ' %q' "${prefix[@]}" "${cmd[@]}")"
+      replay="cd $(printf '%q' "$repo") && env$(quote_words "${env_all[@]}") timeout -k 10 $limit$(quote_words "${prefix[@]}" "${cmd[@]}")"
       {
         echo "#!/usr/bin/env bash"
         echo "# soak failure $n: job $job, build $kind, cpus $cpus, seed $s, exit $rc, $(date '+%F %T')"
