@@ -20,6 +20,7 @@
 #define STRATA_BATCH_DEPOT_HPP
 
 #include <strata/general_memory.hpp>
+#include <strata/pool_steps.hpp>
 #include <strata/slot_chunks.hpp>
 #include <strata/spinlock.hpp>
 
@@ -90,6 +91,7 @@ class batch_depot {
   // (or what the upstream throws) when no memory is left.
   node_chain take_batch() {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_take_locked);
     if (free_node* batch = full_batches_) {
       full_batches_ = batch->next_batch;
       return {batch, batch_size_};
@@ -128,6 +130,7 @@ class batch_depot {
   // Takes back a chain of exactly batch_size() slots (from take_batch or a full cache).
   void give_batch(free_node* head) noexcept {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     head->next_batch = full_batches_;
     full_batches_ = head;
   }
@@ -138,6 +141,7 @@ class batch_depot {
     free_node* last = chain.head;
     while (last->next != nullptr) last = last->next;
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     last->next = loose_;
     loose_ = chain.head;
     loose_count_ += chain.count;
@@ -147,6 +151,7 @@ class batch_depot {
   // cache limit). Throws like take_batch.
   free_node* take_one() {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_take_locked);
     if (free_node* n = loose_) {
       loose_ = n->next;
       --loose_count_;
@@ -170,6 +175,7 @@ class batch_depot {
 
   void give_one(free_node* n) noexcept {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     n->next = loose_;
     loose_ = n;
     ++loose_count_;

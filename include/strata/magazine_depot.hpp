@@ -17,6 +17,7 @@
 #define STRATA_MAGAZINE_DEPOT_HPP
 
 #include <strata/general_memory.hpp>
+#include <strata/pool_steps.hpp>
 #include <strata/slot_chunks.hpp>
 #include <strata/spinlock.hpp>
 
@@ -62,6 +63,7 @@ class magazine_depot {
   // the caller's.
   magazine* exchange_for_full(magazine* empty) {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_take_locked);
     magazine* full = full_;
     if (full != nullptr) {
       full_ = full->next;
@@ -87,6 +89,7 @@ class magazine_depot {
   // see fill_fresh_locked).
   magazine* exchange_for_empty(magazine* full) {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     magazine* empty = empty_locked();
     full->next = full_;
     full_ = full;
@@ -96,6 +99,7 @@ class magazine_depot {
   // One object at a time, for threads without a cache.
   void* take_one() {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_take_locked);
     if (loose_ == nullptr) loose_ = new_magazine_locked();
     if (loose_->count == 0) {
       if (magazine* full = full_) {  // swap the empty loose magazine for a full one
@@ -114,6 +118,7 @@ class magazine_depot {
   // first fill), and a full one is swapped for a stocked empty one.
   void give_one(void* p) noexcept {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     give_one_locked(p);
   }
 
@@ -122,6 +127,7 @@ class magazine_depot {
   // loose magazine, and the emptied magazine joins the stock.
   void absorb(magazine* m) noexcept {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(depot_give_locked);
     if (m->count == capacity_) {
       m->next = full_;
       full_ = m;

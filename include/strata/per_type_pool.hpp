@@ -230,6 +230,7 @@ class per_type_pool {
     exit_hook(const exit_hook&) = delete;
     exit_hook& operator=(const exit_hook&) = delete;
     ~exit_hook() {
+      STRATA_POOL_STEP(cache_flush);
       cache_.slots.flush(depot_);
       cache_.state = phase::exited;
     }

@@ -25,6 +25,7 @@
 #include <strata/general_memory.hpp>
 #include <strata/magazine_depot.hpp>
 #include <strata/pool_checks.hpp>
+#include <strata/pool_steps.hpp>
 #include <strata/thread_slots.hpp>
 
 #include <atomic>
@@ -116,10 +117,13 @@ class thread_cached_pool {
   };
 
   [[gnu::noinline]] void* allocate_slow(cache& c) {
+    STRATA_POOL_STEP(cache_refill);
     if (c.previous->count != 0) {
       std::swap(c.loaded, c.previous);
     } else {
-      c.loaded = depot_.exchange_for_full(c.loaded);
+      detail::magazine* full = depot_.exchange_for_full(c.loaded);
+      STRATA_POOL_STEP(cache_traded);
+      c.loaded = full;
     }
     return c.loaded->items()[--c.loaded->count];
   }
@@ -127,10 +131,12 @@ class thread_cached_pool {
   // noexcept: the depot keeps an empty magazine in stock for every full one
   // that can come back (magazine_depot.hpp), so this never allocates.
   [[gnu::noinline]] void deallocate_slow(cache& c, void* p) noexcept {
+    STRATA_POOL_STEP(cache_spill);
     if (c.previous->count == 0) {
       std::swap(c.loaded, c.previous);
     } else {
       detail::magazine* empty = depot_.exchange_for_empty(c.previous);
+      STRATA_POOL_STEP(cache_traded);
       c.previous = c.loaded;
       c.loaded = empty;
     }
@@ -148,6 +154,7 @@ class thread_cached_pool {
       detail::deallocate_bytes(memory, sizeof(cache), alignof(cache));
       throw;
     }
+    STRATA_POOL_STEP(cache_publish);
     caches_[slot].store(c, std::memory_order_relaxed);
     return *c;
   }

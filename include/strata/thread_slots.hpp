@@ -22,6 +22,7 @@
 #ifndef STRATA_THREAD_SLOTS_HPP
 #define STRATA_THREAD_SLOTS_HPP
 
+#include <strata/pool_steps.hpp>
 #include <strata/spinlock.hpp>
 
 #include <cstdint>
@@ -37,12 +38,17 @@ class thread_slot_registry {
  public:
   std::uint32_t acquire() noexcept {
     std::lock_guard guard(lock_);
-    if (free_count_ > 0) return free_[--free_count_];
-    if (next_unused_ < max_thread_slots) return next_unused_++;
-    return no_thread_slot;
+    std::uint32_t slot = no_thread_slot;
+    if (free_count_ > 0)
+      slot = free_[--free_count_];
+    else if (next_unused_ < max_thread_slots)
+      slot = next_unused_++;
+    STRATA_POOL_STEP(slot_claim_locked);
+    return slot;
   }
   void release(std::uint32_t slot) noexcept {
     std::lock_guard guard(lock_);
+    STRATA_POOL_STEP(slot_return_locked);
     free_[free_count_++] = slot;
   }
 
@@ -58,9 +64,14 @@ inline constinit thread_slot_registry thread_slots{};
 // 0 = not asked yet; otherwise slot + 1, or no_thread_slot.
 inline constinit thread_local std::uint32_t thread_slot_plus_one = 0;
 
+// The order is the hand-over (docs/design.md, "thread slots"): the thread
+// stops using the slot before the slot is free for another thread, so the
+// destructors that run after this one (other keys) use the shared tiers.
 inline void release_thread_slot(std::uint32_t slot) noexcept {
   thread_slot_plus_one = no_thread_slot;  // exiting: no cache from now on
+  STRATA_POOL_STEP(slot_exiting);
   if (slot != no_thread_slot) thread_slots.release(slot);
+  STRATA_POOL_STEP(slot_returned);
 }
 
 // The key whose destructor returns a thread's slot (value: slot + 1).
@@ -82,6 +93,7 @@ struct thread_slot_owner {
 [[gnu::noinline]] inline std::uint32_t assign_thread_slot() noexcept {
   if (thread_slot_plus_one != 0) return thread_slot_plus_one == no_thread_slot ? no_thread_slot : thread_slot_plus_one - 1;
   std::uint32_t slot = thread_slots.acquire();
+  STRATA_POOL_STEP(slot_claimed);
   thread_slot_plus_one = slot == no_thread_slot ? no_thread_slot : slot + 1;
   if (slot == no_thread_slot) return slot;
   static const thread_slot_key release_key;
