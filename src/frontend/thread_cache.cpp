@@ -549,6 +549,7 @@ ThreadCache* create_cache() noexcept {
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;
   cache->next_scavenge_ns = 0;
+  if (cache->scavenge_epoch == 0) cache->scavenge_epoch = 1;  // spans unused for a whole epoch give pages back
   cache->sample_pending[0] = cache->sample_pending[1] = 0;
   t_live_cache = cache;
   t_cache = cache;
