@@ -476,10 +476,9 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     }
   }
   void* block = list.head;
-  if (!has_free_mark(block, cache->key) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
+  if (!take_free_mark(block, cache->key)) unmarked_free_block(block);
   list.head = list_next(block);
   --list.avail;
-  clear_free_mark(block);
   return block;
 }
 

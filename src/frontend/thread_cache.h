@@ -134,10 +134,9 @@ inline AllocList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
 // Hands out the head of a non-empty allocation list.
 inline void* pop_block(ThreadCache* cache, AllocList& list, void* block) noexcept {
   std::uintptr_t key = cache->key;
-  if (__builtin_expect(!has_free_mark(block, key), 0) && STRATA_CHECK_DOUBLE_FREE) unmarked_free_block(block);
+  if (__builtin_expect(!take_free_mark(block, key), 0)) unmarked_free_block(block);
   list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, key));
   --list.avail;
-  clear_free_mark(block);
   return block;
 }
 
