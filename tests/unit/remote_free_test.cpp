@@ -137,3 +137,40 @@ TEST(RemoteFree, ParcelsAndSingleBlocksReachTheirSpans) {
   owner.join();
   strata_release_free_memory();
 }
+
+// The free mark is the list key in a block's second word. A block in use may
+// hold that value by chance (or by an attacker's choice): freeing it, from
+// its owner, from another thread or from a young thread (straight to the
+// central cache), must never be reported as a double free. Each suspect is
+// confirmed by looking where a free block can be; a report would abort.
+TEST(RemoteFree, BlocksInUseThatLookFreeAreNeverReported) {
+  constexpr int kBlocks = 3000;
+  constexpr std::size_t kSize = 48;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<void*> blocks;
+    for (int i = 0; i < 4096; ++i) strata_free(strata_malloc(kSize));  // this thread is busy
+    for (int i = 0; i < kBlocks; ++i) {
+      auto* words = static_cast<std::uintptr_t*>(strata_malloc(kSize));
+      ASSERT_NE(words, nullptr);
+      words[0] = reinterpret_cast<std::uintptr_t>(words) ^ g_list_key;  // a plausible link too
+      words[1] = g_list_key;
+      blocks.push_back(words);
+    }
+    // A third freed by another (busy) thread, a third by a young one, a third here.
+    std::thread([&] {
+      for (int i = 0; i < 4096; ++i) strata_free(strata_malloc(kSize));
+      for (int i = 0; i < kBlocks; i += 3) strata_free(blocks[i]);
+    }).join();
+    std::thread([&] {
+      for (int i = 1; i < kBlocks; i += 3) strata_free(blocks[i]);
+    }).join();
+    for (int i = 2; i < kBlocks; i += 3) strata_free(blocks[i]);
+    // Drain the inbox, empty the spans, hand every block out again: all distinct.
+    std::vector<void*> again;
+    for (int i = 0; i < 2 * kBlocks; ++i) again.push_back(strata_malloc(kSize));
+    std::vector<void*> sorted = again;
+    std::sort(sorted.begin(), sorted.end());
+    EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end()) << "a block was handed out twice";
+    for (void* b : again) strata_free(b);
+  }
+}
