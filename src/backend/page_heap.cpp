@@ -16,7 +16,7 @@ namespace {
 constinit MetadataPool<Span> g_span_pool;
 
 // Spans visited per decay run on the allocation path: the bound on its cost.
-constexpr std::size_t kDecaySpansPerRun = 64;
+constexpr std::size_t kDecaySpansPerRun = 256;
 
 // --- the treap of large free spans, keyed by (page_count, first_page) -----
 
@@ -208,9 +208,13 @@ void PageHeap::after_change_locked() noexcept {
   std::uint64_t now = monotonic_ns();
   if (now < next_decay_at_ns_.load(std::memory_order_relaxed)) return;
   // Run four times per decay period: a page goes back at most 1.25 decay
-  // periods after it became free, while the heap is in use at all.
-  next_decay_at_ns_.store(now + decay / 4, std::memory_order_relaxed);
+  // periods after it became free, while the heap is in use at all. A run
+  // that leaves aged spans behind (a burst of frees scattered thousands of
+  // spans that cannot coalesce) makes the next one due at once: each run
+  // stays bounded, and the backlog drains at the pace of the slow paths.
   decay_locked(now, decay, kDecaySpansPerRun);
+  bool backlog = decay_head_ != nullptr && now - decay_head_->free_since >= decay;
+  next_decay_at_ns_.store(backlog ? now : now + decay / 4, std::memory_order_relaxed);
 }
 
 void PageHeap::maybe_decay() noexcept {

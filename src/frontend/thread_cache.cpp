@@ -345,16 +345,18 @@ void drain_inbox(ThreadCache* cache) noexcept {
 
 namespace {
 
-// Once per decay period: empty spans kept a whole period go to the page heap
-// (which returns their pages after its own decay), and partly used spans give
-// back the pages that hold no live block.
+// Once per decay period, at the end of an epoch (an epoch lasts at least a
+// period): empty spans kept through the whole epoch (kept before it began) go
+// to the page heap (which returns their pages after its own decay), and
+// partly used spans that fed no allocation list in it give back the pages
+// that hold no live block.
 void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
   std::uint64_t period = g_options.decay_ms * 1000000ull;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
       Span* before = span->prev;
-      if (span->used_epoch + 1 < cache->scavenge_epoch) {  // kept a whole period
+      if (span->used_epoch < cache->scavenge_epoch) {  // kept a whole period
         unkeep(cache, span);
         spans.remove(span);
         g_page_heap.deallocate(span);
@@ -364,7 +366,7 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
     // Spans that fed no allocation list for a whole period: their pages
     // without a live block go back (a span in use keeps its pages).
     for (Span* span = spans.head; span != nullptr && !span->kept_empty; span = span->next)
-      if (span->used_epoch + 1 < cache->scavenge_epoch)
+      if (span->used_epoch < cache->scavenge_epoch)
         cache->stats.parked_bytes += park_free_units(span, cache->key);
     g_central[cls].release_kept_if_idle(now, period);
   }
