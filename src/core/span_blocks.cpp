@@ -180,15 +180,21 @@ std::size_t park_free_units(Span* span, std::uintptr_t key) noexcept {
   }
   auto is_free = [&](std::size_t index) { return index < 512 && ((free_bits[index >> 6] >> (index & 63)) & 1); };
 
-  // A unit may go when it lies below the carving point and every block that
-  // overlaps it is free.
+  // A unit may go when every carved block that overlaps it is free and no
+  // block will ever be carved into it: it lies below the carving point, or
+  // the span is carved to its end (the unit's rest is the tail the last
+  // block leaves, which most spans have: without this, the last unit of
+  // such a span never went back).
+  const bool fully_carved = span->carve_next >= span->carve_end;
   std::uint64_t newly = 0;
   for (std::size_t u = 0; u < units && u < kMaxUnits; ++u) {
     if ((span->parked_units >> u) & 1) continue;
     std::uintptr_t lo = std::uintptr_t{u} << span->unit_shift, hi = std::uintptr_t{u + 1} << span->unit_shift;
-    if (base + hi > span->carve_next) break;
+    if (base + lo >= span->carve_next) break;
+    if (base + hi > span->carve_next && !fully_carved) break;
     bool all_free = true;
-    for (std::size_t i = lo / size; i * size < hi && all_free; ++i) all_free = is_free(i);
+    for (std::size_t i = lo / size; i * size < hi && base + i * size < span->carve_next && all_free; ++i)
+      all_free = is_free(i);
     if (all_free) newly |= std::uint64_t{1} << u;
   }
   if (newly == 0) return released;
@@ -225,6 +231,8 @@ std::size_t park_free_units(Span* span, std::uintptr_t key) noexcept {
     std::uintptr_t lo = base + (std::uintptr_t{u} << span->unit_shift);
     std::uintptr_t hi = base + (std::uintptr_t{run} << span->unit_shift);
     if (hi > end) hi = end;
+    if (span->tail_released && hi > tail) hi = tail;  // that part went back already
+    if (hi <= lo) { u = run; continue; }
     os_decommit(reinterpret_cast<void*>(lo), hi - lo);
     released += hi - lo;
     u = run;

@@ -3,6 +3,7 @@
 // returns to the page heap.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <thread>
 #include <vector>
 
@@ -114,5 +115,40 @@ TEST(CentralCache, BlockCountsAddUp) {
   EXPECT_EQ(taken, 3u) << "the list's length came from the counts";
   EXPECT_EQ(span_allocated(span), 7u);
   check();
+  g_page_heap.deallocate(span);
+}
+
+// A span's last unit usually ends in the tail its last block leaves (8 KiB of
+// 48-byte blocks: 170 blocks, 32 bytes left). Once the span is carved to its
+// end, that unit holds no block to come, so it goes back like any other when
+// its blocks are free. (It never did: the unit reached past the carving
+// point, and the scan stopped there.)
+TEST(SpanBlocks, EveryFreeUnitOfAFullyCarvedSpanIsParked) {
+  const std::size_t cls = 3;
+  ASSERT_EQ(class_size(cls), 48u);
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  ASSERT_NE(span, nullptr);
+  init_small_span(span, cls, nullptr);
+  ASSERT_NE(span->bytes() % 48, 0u) << "the span has a tail";
+  ASSERT_EQ(span->bytes(), std::size_t{8192});
+  std::vector<void*> blocks;
+  while (blocks.size() < span->capacity) {
+    std::uint32_t carved = 0;
+    void* head = carve_blocks(span, span->capacity, g_list_key, carved);
+    ASSERT_GT(carved, 0u);
+    for (void* b = head; b != nullptr; b = list_next(b)) blocks.push_back(b);
+  }
+  ASSERT_GE(span->carve_next, span->carve_end);
+  std::sort(blocks.begin(), blocks.end());
+  // Block 0 stays in use: unit 0 must stay, unit 1 (the tail's) must go.
+  for (std::size_t i = 1; i < blocks.size(); ++i) EXPECT_FALSE(push_block(span, blocks[i], g_list_key));
+  std::size_t released = park_free_units(span, g_list_key);
+  EXPECT_EQ(span->parked_units, std::uint64_t{2}) << "only the second unit is free";
+  EXPECT_EQ(released, std::size_t{4096});
+  EXPECT_EQ(span->parked_blocks, 170u - 86u) << "blocks 86..169 start in the second unit";
+  EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
+  EXPECT_EQ(unpark_blocks(span, g_list_key), 170u - 86u);
+  EXPECT_EQ(span_listed(span), 169u);
+  EXPECT_TRUE(push_block(span, blocks[0], g_list_key)) << "the last block back empties the span";
   g_page_heap.deallocate(span);
 }
