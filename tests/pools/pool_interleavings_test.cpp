@@ -13,6 +13,7 @@
 //    object is held by two threads at once.
 // 2. Forced interleavings of the thread slot hand-over: a thread parked
 //    half-way through its exit while new threads start and use the pool.
+#include "ownership_table.hpp"
 #include "pool_step_hook.hpp"
 
 #include <strata/per_type_pool.hpp>
@@ -79,39 +80,7 @@ struct synchronized_pool_resource_under_test {
 
 // --- bookkeeping that checks a pool -------------------------------------------
 
-// Address -> holder (0: nobody). Lock-free open addressing; keys stay.
-class ownership_table {
- public:
-  explicit ownership_table(std::size_t capacity_log2)
-      : mask_((std::size_t{1} << capacity_log2) - 1),
-        keys_(new std::atomic<std::uintptr_t>[mask_ + 1]),
-        holders_(new std::atomic<std::uint64_t>[mask_ + 1]) {
-    for (std::size_t i = 0; i <= mask_; ++i) {
-      keys_[i].store(0, std::memory_order_relaxed);
-      holders_[i].store(0, std::memory_order_relaxed);
-    }
-  }
-  // Both return the previous holder.
-  std::uint64_t take(const void* p, std::uint64_t holder) { return entry(p).exchange(holder); }
-  std::uint64_t give_back(const void* p) { return entry(p).exchange(0); }
-
- private:
-  std::atomic<std::uint64_t>& entry(const void* p) {
-    auto key = reinterpret_cast<std::uintptr_t>(p);
-    std::size_t i = (key * 0x9E3779B97F4A7C15ull >> 20) & mask_;
-    for (std::size_t probes = 0; probes <= mask_; ++probes, i = (i + 1) & mask_) {
-      std::uintptr_t k = keys_[i].load();
-      if (k == key) return holders_[i];
-      if (k == 0 && (keys_[i].compare_exchange_strong(k, key) || k == key)) return holders_[i];
-    }
-    std::fprintf(stderr, "ownership table full\n");
-    std::abort();
-  }
-
-  std::size_t mask_;
-  std::unique_ptr<std::atomic<std::uintptr_t>[]> keys_;
-  std::unique_ptr<std::atomic<std::uint64_t>[]> holders_;
-};
+using strata_test::ownership_table;
 
 struct held {
   std::uint64_t* object;
