@@ -13,6 +13,7 @@
 //    object is held by two threads at once.
 // 2. Forced interleavings of the thread slot hand-over: a thread parked
 //    half-way through its exit while new threads start and use the pool.
+#include "mailbox.hpp"
 #include "ownership_table.hpp"
 #include "pool_step_hook.hpp"
 
@@ -118,24 +119,7 @@ struct checked {
   }
 };
 
-class mailbox {
- public:
-  void put(held h) {
-    std::lock_guard g(lock_);
-    items_.push_back(h);
-  }
-  bool get(held& h) {
-    std::lock_guard g(lock_);
-    if (items_.empty()) return false;
-    h = items_.back();
-    items_.pop_back();
-    return true;
-  }
-
- private:
-  std::mutex lock_;
-  std::vector<held> items_;
-};
+using mailbox = strata_test::mailbox<held>;
 
 // --- perturbed churn ------------------------------------------------------------
 

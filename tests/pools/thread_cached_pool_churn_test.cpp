@@ -22,6 +22,7 @@
 #include <strata/thread_cached_pool.hpp>
 #include <strata/thread_slots.hpp>
 
+#include "mailbox.hpp"
 #include "ownership_table.hpp"
 
 #include <gtest/gtest.h>
@@ -93,26 +94,7 @@ struct checked_pool {
   }
 };
 
-// Objects handed from thread to thread, so that frees are often remote and
-// objects outlive the thread that took them.
-class mailbox {
- public:
-  void put(held h) {
-    std::lock_guard g(lock_);
-    items_.push_back(h);
-  }
-  bool get(held& h) {
-    std::lock_guard g(lock_);
-    if (items_.empty()) return false;
-    h = items_.back();
-    items_.pop_back();
-    return true;
-  }
-
- private:
-  std::mutex lock_;
-  std::vector<held> items_;
-};
+using mailbox = strata_test::mailbox<held>;
 
 // Slot -> thread holding it. A thread claims its slot right after its first
 // pool call (the slot owner exists then) and unclaims it from a thread_local
