@@ -68,11 +68,7 @@ inline void* allocate(std::size_t size) noexcept {
 // slow function that takes the call site itself).
 inline void* allocate_inline(std::size_t size) noexcept {
   if (__builtin_expect(size >= racy_load(g_fast_size_limit), 0)) return nullptr;
-  ThreadCache* cache = t_cache;
-  AllocList& list = list_at(cache, kSmallOffsets.offset[size]);
-  void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return nullptr;
-  return pop_block(cache, list, block);
+  return take_listed_block(kSmallOffsets.offset[size]);
 }
 
 // The same for the slow entries, which already hold the program's call site.

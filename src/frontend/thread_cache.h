@@ -140,25 +140,31 @@ inline void* pop_block(ThreadCache* cache, AllocList& list, void* block) noexcep
   return block;
 }
 
-// Fast path of every small malloc; `offset` = list_offset(class), `size`
-// the request (only the slow path looks at it, and at the call site, which
-// is evaluated there: in malloc, the program's).
-inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
+// The head of the calling thread's allocation list at `offset` =
+// list_offset(class), taken; nullptr when the list is empty.
+inline void* take_listed_block(std::uintptr_t offset) noexcept {
   ThreadCache* cache = t_cache;
   AllocList& list = list_at(cache, offset);
   void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow_from_entry(class_of_offset(offset), size);
+  if (__builtin_expect(block == nullptr, 0)) return nullptr;
   return pop_block(cache, list, block);
+}
+
+// Fast path of every small malloc; `size` is the request (only the slow
+// path looks at it, and at the call site, which is evaluated there: in
+// malloc, the program's).
+inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
+  void* block = take_listed_block(offset);
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow_from_entry(class_of_offset(offset), size);
+  return block;
 }
 
 // The same for callers that already hold the call site (and maybe ask for
 // an alignment the class has).
 inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site, std::size_t alignment = 0) noexcept {
-  ThreadCache* cache = t_cache;
-  AllocList& list = list_at(cache, offset);
-  void* block = list.head;
+  void* block = take_listed_block(offset);
   if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size, site, alignment);
-  return pop_block(cache, list, block);
+  return block;
 }
 
 // Pushes a block of a span `cache` owns onto the span's list.
