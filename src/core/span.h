@@ -80,7 +80,7 @@ struct Span {
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
   std::uint32_t parked_blocks = 0; // blocks overlapping parked units
   std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation list
-  std::uint64_t idle_since = 0;    // kept_empty: when it became empty
+  std::uint64_t idle_since = 0;    // the central cache's kept empty span: when it became empty (owners age theirs by used_epoch)
   bool sleeping = false;           // full and unlisted until countdown reaches 0
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
   bool tail_released = false;      // never-used pages past carve_next given back
