@@ -15,6 +15,7 @@ namespace {
 
 constinit MetadataPool<Sample> g_sample_pool;
 constinit MetadataPool<StackTrace> g_stack_pool;
+constinit MetadataPool<SiteCounters> g_site_pool;
 
 std::uint64_t hash_frames(void* const* frames, std::uint32_t depth) noexcept {
   std::uint64_t h = 0xcbf29ce484222325ull ^ depth;
@@ -36,61 +37,37 @@ __attribute__((noinline)) void strata_profile_tables_full() noexcept { asm volat
 
 }  // namespace
 
-bool SampleStore::ensure_tables_locked() noexcept {
-  if (sites_ != nullptr) return true;
-  if (stack_slots_ == nullptr) {
-    stack_slots_ = static_cast<StackTrace**>(os_map(kStackSlots * sizeof(StackTrace*), kPageSize));
-    if (stack_slots_ == nullptr) return false;
-  }
-  sites_ = static_cast<SiteCounters*>(os_map(kSiteSlots * sizeof(SiteCounters), kPageSize));
-  if (sites_ == nullptr) return false;
-  overflow_stack_.depth = 1;
-  overflow_stack_.frames[0] = reinterpret_cast<void*>(
-      reinterpret_cast<std::uintptr_t>(&strata_profile_tables_full) + 1);
-  overflow_site_.stack = &overflow_stack_;
-  return true;
-}
-
 StackTrace* SampleStore::intern_locked(void* const* frames, std::uint32_t depth) noexcept {
   std::uint64_t hash = hash_frames(frames, depth);
-  std::size_t mask = kStackSlots - 1;
-  for (std::size_t i = hash & mask, probes = 0; probes < kStackSlots; i = (i + 1) & mask, ++probes) {
-    StackTrace* slot = stack_slots_[i];
-    if (slot == nullptr) {
-      if (stack_count_ >= kStackSlots / 4 * 3) return nullptr;  // keep probes short
-      StackTrace* stack = g_stack_pool.create();
-      if (stack == nullptr) return nullptr;
-      stack->hash = hash;
-      stack->depth = depth;
-      for (std::uint32_t f = 0; f < depth; ++f) stack->frames[f] = frames[f];
-      stack_slots_[i] = stack;
-      ++stack_count_;
-      return stack;
-    }
-    if (slot->hash == hash && slot->depth == depth) {
-      bool same = true;
-      for (std::uint32_t f = 0; f < depth && same; ++f) same = slot->frames[f] == frames[f];
-      if (same) return slot;
-    }
-  }
-  return nullptr;
+  StackTrace* found = stacks_.find(hash, [&](const StackTrace& stack) {
+    if (stack.depth != depth) return false;
+    for (std::uint32_t f = 0; f < depth; ++f)
+      if (stack.frames[f] != frames[f]) return false;
+    return true;
+  });
+  if (found != nullptr || !stacks_.reserve_one()) return found;
+  StackTrace* stack = g_stack_pool.create();
+  if (stack == nullptr) return nullptr;
+  stack->hash = hash;
+  stack->depth = depth;
+  for (std::uint32_t f = 0; f < depth; ++f) stack->frames[f] = frames[f];
+  stacks_.insert(stack);
+  return stack;
 }
 
 SiteCounters* SampleStore::site_locked(const StackTrace* stack, std::uint32_t size_range) noexcept {
   std::uint64_t hash = (stack->hash ^ (size_range * 0xff51afd7ed558ccdull)) * 0xc4ceb9fe1a85ec53ull;
-  std::size_t mask = kSiteSlots - 1;
-  for (std::size_t i = (hash >> 17) & mask, probes = 0; probes < kSiteSlots; i = (i + 1) & mask, ++probes) {
-    SiteCounters& site = sites_[i];
-    if (site.stack == nullptr) {
-      if (site_count_ >= kSiteSlots / 4 * 3) return nullptr;
-      site.stack = stack;
-      site.size_range = size_range;
-      ++site_count_;
-      return &site;
-    }
-    if (site.stack == stack && site.size_range == size_range) return &site;
-  }
-  return nullptr;
+  SiteCounters* found = sites_.find(hash, [&](const SiteCounters& site) {
+    return site.stack == stack && site.size_range == size_range;
+  });
+  if (found != nullptr || !sites_.reserve_one()) return found;
+  SiteCounters* site = g_site_pool.create();
+  if (site == nullptr) return nullptr;
+  site->hash = hash;
+  site->stack = stack;
+  site->size_range = size_range;
+  sites_.insert(site);
+  return site;
 }
 
 double sample_weight(std::size_t counted_bytes) noexcept {
@@ -111,13 +88,11 @@ Sample* SampleStore::record(void* const* frames, std::uint32_t depth, void* bloc
 
   LockGuard guard(mutex_);
   SiteCounters* site = nullptr;
-  if (ensure_tables_locked()) {
-    if (const StackTrace* stack = intern_locked(frames, depth))
-      site = site_locked(stack, size_range_of(requested_size));
-  }
+  if (const StackTrace* stack = intern_locked(frames, depth))
+    site = site_locked(stack, size_range_of(requested_size));
   if (site == nullptr) {
     ++dropped_;
-    overflow_site_.stack = &overflow_stack_;  // visible even when the tables never mapped
+    overflow_site_.stack = &overflow_stack_;  // set up on first use
     overflow_stack_.depth = 1;
     overflow_stack_.frames[0] = reinterpret_cast<void*>(
         reinterpret_cast<std::uintptr_t>(&strata_profile_tables_full) + 1);
@@ -167,31 +142,34 @@ SampleStoreStats SampleStore::stats() noexcept {
   s.live_samples = live_count_;
   s.live_requested_bytes = live_bytes_;
   s.total_samples = total_samples_;
-  s.stacks = stack_count_;
-  s.sites = site_count_;
+  s.stacks = stacks_.size();
+  s.sites = sites_.size();
   s.dropped_stacks = dropped_;
   s.metadata_bytes = g_sample_pool.raw().mapped_bytes() + g_stack_pool.raw().mapped_bytes() +
-                     (stack_slots_ != nullptr ? kStackSlots * sizeof(StackTrace*) : 0) +
-                     (sites_ != nullptr ? kSiteSlots * sizeof(SiteCounters) : 0);
+                     g_site_pool.raw().mapped_bytes() + stacks_.table_bytes() + sites_.table_bytes();
   return s;
 }
 
-// Order: the store's lock, then the pools' (record and forget take a pool
-// lock only outside the store's lock, intern takes the stack pool's inside).
+// Order: the store's lock, then the pools' (record and forget take the
+// sample pool's lock only outside the store's lock; intern and site take
+// the stack and site pools' inside).
 void SampleStore::lock_for_fork() noexcept {
   mutex_.lock();
   g_stack_pool.raw().mutex().lock();
+  g_site_pool.raw().mutex().lock();
   g_sample_pool.raw().mutex().lock();
 }
 
 void SampleStore::unlock_after_fork_parent() noexcept {
   g_sample_pool.raw().mutex().unlock();
+  g_site_pool.raw().mutex().unlock();
   g_stack_pool.raw().mutex().unlock();
   mutex_.unlock();
 }
 
 void SampleStore::reset_after_fork_child() noexcept {
   g_sample_pool.raw().mutex().reset_after_fork();
+  g_site_pool.raw().mutex().reset_after_fork();
   g_stack_pool.raw().mutex().reset_after_fork();
   mutex_.reset_after_fork();
 }

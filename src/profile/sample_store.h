@@ -2,13 +2,16 @@
 // what was ever sampled there.
 //
 //  - Stacks are interned: one StackTrace per distinct call stack, from a
-//    metadata pool, found through a fixed open-addressing index over mmap
-//    (kStackSlots pointers). Never freed: they name allocated-space totals.
-//  - SiteCounters: one per (stack, power-of-two size range), in a fixed
-//    table over mmap. In-use and allocated counts and bytes, as sampled, and
-//    as estimated: each sample adds its weight (the allocations it stands
-//    for, from the bytes the countdown counted for it) to the estimated
-//    objects and weight x requested size to the estimated bytes. The
+//    metadata pool, found through an index that grows with them
+//    (pointer_index.h: up to kStackSlots). Never freed: they name
+//    allocated-space totals.
+//  - SiteCounters: one per (stack, power-of-two size range), from a
+//    metadata pool (they never move: a Sample points at its site), found
+//    through a second index (up to kSiteSlots). In-use and allocated counts
+//    and bytes, as sampled, and as estimated: each sample adds its weight
+//    (the allocations it stands for, from the bytes the countdown counted
+//    for it) to the estimated objects and weight x requested size to the
+//    estimated bytes. The
 //    estimates are unbiased for the requested bytes even though small
 //    requests are counted by their class size; profiles are written from
 //    them (profile_writer.h).
@@ -24,6 +27,7 @@
 
 #include "core/constants.h"
 #include "platform/mutex.h"
+#include "profile/pointer_index.h"
 #include "profile/stack_capture.h"
 
 namespace strata::detail {
@@ -38,7 +42,8 @@ struct StackTrace {
 };
 
 struct SiteCounters {
-  const StackTrace* stack = nullptr;  // nullptr: empty slot
+  std::uint64_t hash = 0;             // of (stack, size_range), for the index
+  const StackTrace* stack = nullptr;
   std::uint32_t size_range = 0;       // floor(log2(requested size))
   std::uint64_t live_count = 0;       // samples alive now
   std::uint64_t live_bytes = 0;       // their requested bytes
@@ -95,16 +100,12 @@ class SampleStore {
   // this lock through a sampled allocation).
   template <class Visit>
   void for_each_site_locked(Visit&& visit) noexcept {
-    if (sites_ != nullptr)
-      for (std::size_t i = 0; i < kSiteSlots; ++i)
-        if (sites_[i].stack != nullptr) visit(sites_[i]);
+    sites_.for_each(visit);
     if (overflow_site_.total_count != 0) visit(overflow_site_);
   }
   template <class Visit>
   void for_each_stack_locked(Visit&& visit) noexcept {
-    if (stack_slots_ != nullptr)
-      for (std::size_t i = 0; i < kStackSlots; ++i)
-        if (stack_slots_[i] != nullptr) visit(*stack_slots_[i]);
+    stacks_.for_each(visit);
     if (overflow_site_.total_count != 0) visit(overflow_stack_);
   }
   template <class Visit>
@@ -118,15 +119,12 @@ class SampleStore {
   void reset_after_fork_child() noexcept;
 
  private:
-  bool ensure_tables_locked() noexcept;
   StackTrace* intern_locked(void* const* frames, std::uint32_t depth) noexcept;
   SiteCounters* site_locked(const StackTrace* stack, std::uint32_t size_range) noexcept;
 
   Mutex mutex_;
-  StackTrace** stack_slots_ = nullptr;  // open addressing, linear probing
-  SiteCounters* sites_ = nullptr;
-  std::size_t stack_count_ = 0;
-  std::size_t site_count_ = 0;
+  PointerIndex<StackTrace, kStackSlots> stacks_;
+  PointerIndex<SiteCounters, kSiteSlots> sites_;
   Sample* live_ = nullptr;
   std::size_t live_count_ = 0;
   std::size_t live_bytes_ = 0;

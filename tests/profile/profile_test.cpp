@@ -21,6 +21,7 @@
 #include <strata/strata.h>
 
 #include "profile/fast_math.h"
+#include "profile/pointer_index.h"
 #include "profile/sampler.h"
 
 namespace {
@@ -291,4 +292,43 @@ TEST(Sampler, FastMathMatchesLibm) {
   for (double x = -60; x <= 0; x += 0.01) EXPECT_NEAR(strata::detail::fast_exp_nonpositive(x), std::exp(x), 1e-9 * std::exp(x));
   EXPECT_NEAR(strata::detail::unsampling_factor(1, 524288), 524288.5, 1.0);
   EXPECT_NEAR(strata::detail::unsampling_factor(524288, 524288), 1 / (1 - std::exp(-1.0)), 1e-9);
+}
+
+namespace {
+struct IndexedRecord {
+  std::uint64_t hash = 0;
+  int id = 0;
+};
+}  // namespace
+
+// The sample store's index starts at one page and grows: every record stays
+// findable across each doubling, each is visited once, and the index stops
+// at three quarters of its largest table instead of probing forever.
+TEST(PointerIndex, GrowsAndKeepsEveryRecordFindable) {
+  using Index = strata::detail::PointerIndex<IndexedRecord, 4096>;
+  static IndexedRecord records[Index::kMaxRecords + 1];
+  Index index;
+  EXPECT_EQ(index.table_bytes(), 0u);
+  for (int i = 0; i < static_cast<int>(Index::kMaxRecords); ++i) {
+    records[i].hash = ((static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull) & ~std::uint64_t{0xff}) | (i & 3);
+    records[i].id = i;
+    auto same = [&](const IndexedRecord& r) { return r.id == i; };
+    ASSERT_EQ(index.find(records[i].hash, same), nullptr);
+    ASSERT_TRUE(index.reserve_one());
+    index.insert(&records[i]);
+    if (i == 0) {
+      EXPECT_EQ(index.table_bytes(), 4096u);  // one page to start
+    }
+  }
+  EXPECT_EQ(index.size(), Index::kMaxRecords);
+  EXPECT_EQ(index.table_bytes(), 4096u * sizeof(void*));
+  EXPECT_FALSE(index.reserve_one());  // full: the caller counts the sample elsewhere
+  std::vector<int> seen(Index::kMaxRecords, 0);
+  index.for_each([&](IndexedRecord& r) { ++seen[r.id]; });
+  for (int i = 0; i < static_cast<int>(Index::kMaxRecords); ++i) {
+    ASSERT_EQ(seen[i], 1) << i;
+    ASSERT_EQ(index.find(records[i].hash, [&](const IndexedRecord& r) { return r.id == i; }), &records[i]);
+  }
+  // Equal hashes are told apart by the comparison.
+  EXPECT_EQ(index.find(records[5].hash, [](const IndexedRecord&) { return false; }), nullptr);
 }
