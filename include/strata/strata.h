@@ -94,7 +94,7 @@ typedef struct strata_stats_t {
   size_t in_transit_bytes;     /* freed blocks on their way to their owner */
   size_t span_free_bytes;      /* free blocks inside small spans */
   size_t page_heap_free_bytes; /* free pages still backed by memory */
-  size_t decommitted_bytes;    /* free pages given back to the OS */
+  size_t decommitted_bytes;    /* free pages not backed: given back to the OS or never touched */
   size_t parked_bytes;         /* pages of partly used spans given back to the OS */
   size_t metadata_bytes;       /* spans, thread caches, page map leaves */
   size_t threads;              /* live thread caches */

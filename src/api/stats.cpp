@@ -117,7 +117,7 @@ extern "C" void strata_stats(strata_stats_t* out) {
   out->small_span_bytes = heap.small_span_bytes;
   out->large_in_use_bytes = saturating_sub(heap.in_use_bytes, heap.small_span_bytes);
   out->page_heap_free_bytes = heap.free_bytes - heap.decommitted_bytes;
-  out->decommitted_bytes = heap.decommitted_bytes;
+  out->decommitted_bytes = heap.decommitted_bytes + heap.fresh_bytes;  // neither is backed
   SampleStoreStats profile = g_sample_store.stats();
   out->metadata_bytes = span_metadata_bytes() + thread_cache_metadata_bytes() + parcel_metadata_bytes() +
                         g_page_map.leaf_bytes() + profile.metadata_bytes;
@@ -152,7 +152,7 @@ extern "C" void strata_stats(strata_stats_t* out) {
     out->span_free_bytes += c.blocks_free_in_spans * size;
   }
   out->in_use_bytes = small_in_use + out->large_in_use_bytes;
-  std::uint64_t backed = saturating_sub(heap.mapped_bytes, heap.decommitted_bytes + totals.parked_bytes);
+  std::uint64_t backed = saturating_sub(heap.mapped_bytes, out->decommitted_bytes + totals.parked_bytes);
   out->fragmentation =
       backed == 0 ? 0.0 : 1.0 - static_cast<double>(out->in_use_bytes) / static_cast<double>(backed);
 }
@@ -173,8 +173,8 @@ void print_table(TextSink& o, const strata_stats_t& s) {
   row("in transit", s.in_transit_bytes, "freed blocks on their way to their owner");
   row("free in spans", s.span_free_bytes, "free blocks inside small spans");
   row("page heap free", s.page_heap_free_bytes, "free pages still backed");
-  row("returned to OS", s.decommitted_bytes, "free pages given back (madvise)");
-  row("  from used spans", s.parked_bytes, "pages of partly used spans given back");
+  row("not backed", s.decommitted_bytes, "free pages given back (madvise) or never touched");
+  row("parked", s.parked_bytes, "pages of partly used spans given back (madvise)");
   row("metadata", s.metadata_bytes, "spans, thread caches, page map");
   o.text("  threads ").number(s.threads).text(", spans in use ").number(s.spans_in_use)
       .text(", free spans ").number(s.free_spans).text(", reservations ").number(s.os_reservations)

@@ -300,10 +300,38 @@ void PageHeap::map_whole_locked(Span* span) noexcept {
   }
 }
 
+// No free span fits: the next `pages` of the fresh rest become one (merging
+// with a free span right below it), reserving first when the rest is short.
 Span* PageHeap::grow_locked(std::size_t pages) noexcept {
+  if (fresh_pages_ < pages && !reserve_locked(pages)) return nullptr;
+  Span* span = new_span();
+  if (span == nullptr) return nullptr;
+  span->first_page = fresh_first_;
+  span->page_count = pages;
+  span->pages_zero = true;
+  fresh_first_ += pages;
+  fresh_pages_ -= pages;
+  stats_.fresh_bytes = fresh_pages_ << kPageShift;
+  insert_free_locked(span);
+  return find_free_locked(pages);
+}
+
+void PageHeap::file_fresh_rest_locked() noexcept {
+  if (fresh_pages_ == 0) return;
+  Span* rest = new_span();
+  if (rest == nullptr) return;  // address space only: lost, never wrong
+  rest->first_page = fresh_first_;
+  rest->page_count = fresh_pages_;
+  rest->pages_zero = true;
+  fresh_pages_ = 0;
+  stats_.fresh_bytes = 0;
+  insert_free_locked(rest);
+}
+
+bool PageHeap::reserve_locked(std::size_t pages) noexcept {
   std::size_t wanted = pages << kPageShift;
   std::size_t bytes = (wanted + kReservationBytes - 1) & ~(kReservationBytes - 1);
-  if (bytes < wanted) return nullptr;
+  if (bytes < wanted) return false;
   // Reserve ahead (address space only: MAP_NORESERVE, nothing is touched),
   // growing with the heap so a large heap needs few mappings; fall back to
   // the bare need when the OS (or RLIMIT_AS) refuses the larger one.
@@ -313,7 +341,7 @@ Span* PageHeap::grow_locked(std::size_t pages) noexcept {
     ahead = bytes;
     memory = os_map(ahead, kReservationBytes);
   }
-  if (memory == nullptr) return nullptr;
+  if (memory == nullptr) return false;
   // Huge pages when asked for. Otherwise the system's THP mode decides,
   // except for the first reservation: with THP "always" its first touch would
   // make a whole 2 MiB resident, and a small process never needs more than a
@@ -324,19 +352,17 @@ Span* PageHeap::grow_locked(std::size_t pages) noexcept {
   if (next_growth_bytes_ < (std::size_t{64} << 20)) next_growth_bytes_ *= 2;
   PageId first = page_of(memory);
   std::size_t count = ahead >> kPageShift;
-  Span* span = new_span();
-  if (span == nullptr || !g_page_map.ensure(first, count, g_options.huge_pages)) {
-    if (span) delete_span(span);
+  if (!g_page_map.ensure(first, count, g_options.huge_pages)) {
     os_unmap(memory, ahead);
-    return nullptr;
+    return false;
   }
   stats_.mapped_bytes += ahead;
   ++stats_.reservations;
-  span->first_page = first;
-  span->page_count = count;
-  span->pages_zero = true;
-  insert_free_locked(span);
-  return find_free_locked(pages);
+  file_fresh_rest_locked();  // the older rest is free memory like any other now
+  fresh_first_ = first;
+  fresh_pages_ = count;
+  stats_.fresh_bytes = ahead;
+  return true;
 }
 
 Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState state) noexcept {

@@ -10,6 +10,14 @@
 // A returned span merges with free neighbours at both ends (found through the
 // page map: a free span maps its first and last page).
 //
+// The untouched rest of the newest reservation is not a free span: it joins
+// the free structures a request at a time, only when no free span fits.
+// Filed whole, it merged with the spans freed around it (reservations often
+// lie next to each other), and the lowest-address-first rule then walked a
+// program's second pass over a large heap through never-touched pages before
+// the touched ones above them (100,000 blocks of 1 KiB allocated and freed
+// in order, twice: 130 MiB resident for 98 MiB live; now 105; glibc 103).
+//
 // With huge pages on (STRATA_HUGE_PAGES=1) every free span goes to the
 // treap: best fit, lowest address first, for all lengths, so the heap fills
 // the lowest 2 MiB huge page before it touches the next and the resident
@@ -33,6 +41,7 @@ namespace strata::detail {
 struct PageHeapStats {
   std::size_t mapped_bytes = 0;       // reserved from the OS, ever (never unmapped)
   std::size_t free_bytes = 0;         // in free spans (including decommitted)
+  std::size_t fresh_bytes = 0;        // the newest reservation's never-used rest
   std::size_t decommitted_bytes = 0;  // free and given back to the OS
   std::size_t in_use_spans = 0;
   std::size_t in_use_bytes = 0;       // pages of spans handed out (small and large)
@@ -90,7 +99,9 @@ class PageHeap {
 
  private:
   Span* find_free_locked(std::size_t pages) noexcept;
-  Span* grow_locked(std::size_t pages) noexcept;
+  Span* grow_locked(std::size_t pages) noexcept;      // from the fresh rest, reserving when short
+  bool reserve_locked(std::size_t pages) noexcept;    // a new reservation becomes the fresh rest
+  void file_fresh_rest_locked() noexcept;             // the fresh rest becomes a free span
   void insert_free_locked(Span* span) noexcept;   // coalesces, then files
   void file_free_locked(Span* span) noexcept;     // files without coalescing
   void unfile_free_locked(Span* span) noexcept;
@@ -110,6 +121,8 @@ class PageHeap {
   Span* large_root_ = nullptr;              // treap of spans > kMaxListPages
   PageHeapStats stats_;
   std::size_t next_growth_bytes_ = kReservationBytes;
+  PageId fresh_first_ = 0;      // the newest reservation's never-used rest:
+  std::size_t fresh_pages_ = 0;  // not a free span, not in the page map
   std::atomic<std::size_t> small_span_bytes_{0};
   Span* small_spans_ = nullptr;  // every small span in use (small_next/small_prev)
   Span* decay_head_ = nullptr;  // committed free spans, oldest first (roughly)

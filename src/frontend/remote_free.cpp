@@ -50,6 +50,17 @@ void deliver_block(ThreadCache* cache, Destination destination, void* block) noe
   free_to_central(cache, destination, one, 1);
 }
 
+void add_to_parcel(Outbox& outbox, OutboxSlot& slot, void* block, std::size_t cls) noexcept {
+  Parcel& parcel = *slot.parcel;
+  parcel.classes[parcel.count] = static_cast<std::uint8_t>(cls);
+  parcel.blocks[parcel.count] = block;
+  ++parcel.count;
+  ++outbox.pending_blocks[cls];
+  std::size_t size = class_size(cls);
+  slot.bytes += size;
+  outbox.pending_bytes += size;
+}
+
 }  // namespace
 
 void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexcept {
@@ -62,8 +73,12 @@ void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexce
   release_parcel(cache, parcel);
 }
 
-void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
-  Destination destination = destination_of(span);
+namespace {
+
+// Everything but the common case: no cache, no open parcel for this
+// destination, or a parcel this block fills (or a byte bound it reaches).
+__attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block, Span* span,
+                                                Destination destination) noexcept {
   if (cache == nullptr) {
     g_uncached_remote_frees.fetch_add(1, std::memory_order_relaxed);  // beside a lock or a CAS
     return deliver_block(nullptr, destination, block);
@@ -83,19 +98,35 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
     slot.parcel = parcel;
     slot.destination = destination;
   }
-  Parcel& parcel = *slot.parcel;
   std::size_t cls = span->size_class;
-  parcel.classes[parcel.count] = static_cast<std::uint8_t>(cls);
-  parcel.blocks[parcel.count] = block;
-  ++parcel.count;
-  ++outbox.pending_blocks[cls];
-  std::size_t size = class_size(cls);
-  slot.bytes += size;
-  outbox.pending_bytes += size;
-  if (parcel.count == Parcel::kCapacity || slot.bytes >= Outbox::kBatchBytes)
+  add_to_parcel(outbox, slot, block, cls);
+  if (slot.parcel->count == Parcel::kCapacity || slot.bytes >= Outbox::kBatchBytes)
     send_slot(cache, slot);
   else if (outbox.pending_bytes >= Outbox::kTotalBytes)
     flush_outbox(cache);
+}
+
+}  // namespace
+
+// The common case, kept short (no call, so no registers to save): the slot
+// already holds a parcel for this destination, and this block neither
+// fills it nor reaches a byte bound. Anything else takes remote_free_slow.
+void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
+  Destination destination = destination_of(span);
+  if (cache != nullptr) {
+    Outbox& outbox = cache->outbox;
+    OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
+    std::size_t cls = span->size_class;
+    std::size_t size = class_size(cls);
+    if (slot.parcel != nullptr && slot.destination == destination &&
+        slot.parcel->count + 1 < Parcel::kCapacity && slot.bytes + size < Outbox::kBatchBytes &&
+        outbox.pending_bytes + size < Outbox::kTotalBytes) {
+      ++cache->stats.remote_frees;
+      add_to_parcel(outbox, slot, block, cls);
+      return;
+    }
+  }
+  remote_free_slow(cache, block, span, destination);
 }
 
 void flush_outbox(ThreadCache* cache) noexcept {
