@@ -127,24 +127,30 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   if (Span* span = reuse_kept_span_of_another_class(cache, cls)) return span;
   if (Span* span = g_central[cls].adopt(cache)) {
     ++cache->stats.spans_adopted;
+    ++cache->spans_taken;
     return span;
   }
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   if (span == nullptr) return nullptr;
   init_small_span(span, cls, cache);
   ++cache->stats.spans_new;
+  ++cache->spans_taken;
   return span;
 }
 
-// How many never-used blocks to carve: up to `want`; from a span not carved
-// yet, none past the OS page its first block starts in (at least one).
-// Carving writes into every block it hands the list, so a page it touches
-// becomes resident: a class a program uses once should cost the page its
-// block lies in, not a batch's worth; a span carved once is in use, and
-// gets whole batches (fewer slow paths).
-std::uint32_t carve_quota(const Span* span, std::uint32_t want) noexcept {
+// How many never-used blocks to carve: up to `want`; none past the OS page
+// the first one starts in (at least one) while the span has not been
+// carved yet, or while the thread has taken few spans. Carving writes into
+// every block it hands the list, so a page it touches becomes resident: a
+// class a program uses a few times should cost the pages its blocks lie in,
+// not a batch's worth (most of the classes of a short program, such as
+// python starting up, stay in that state). A thread that took many spans is
+// busy and gets whole batches (fewer slow paths).
+std::uint32_t carve_quota(const ThreadCache* cache, const Span* span, std::uint32_t want) noexcept {
   constexpr std::uintptr_t kOsPage = 4096;
-  if (span->carve_next != reinterpret_cast<std::uintptr_t>(span->start())) return want;
+  constexpr std::uint32_t kBusySpans = 64;
+  if (span->carve_next != reinterpret_cast<std::uintptr_t>(span->start()) && cache->spans_taken >= kBusySpans)
+    return want;
   std::uintptr_t size = class_size(span->size_class);
   std::uintptr_t page_end = (span->carve_next & ~(kOsPage - 1)) + kOsPage;
   std::uintptr_t fits = page_end > span->carve_next ? (page_end - span->carve_next + size - 1) / size : 1;
@@ -179,7 +185,7 @@ bool refill(ThreadCache* cache, std::size_t cls) noexcept {
         }
         if (count < info.batch && can_carve) {
           std::uint32_t carved = 0;
-          head = carve_blocks(span, carve_quota(span, info.batch - count), cache->key, carved, head);
+          head = carve_blocks(span, carve_quota(cache, span, info.batch - count), cache->key, carved, head);
           count += carved;
         }
         list.head = head;
@@ -550,6 +556,7 @@ ThreadCache* create_cache() noexcept {
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;
   cache->next_scavenge_ns = 0;
+  cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
   if (cache->scavenge_epoch == 0) cache->scavenge_epoch = 1;  // spans unused for a whole epoch give pages back
   cache->sample_pending[0] = cache->sample_pending[1] = 0;
   t_live_cache = cache;

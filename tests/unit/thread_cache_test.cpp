@@ -227,3 +227,32 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
   stage = 2;
   owner.join();
 }
+
+// Carving writes a link into every block it puts on a list, so a page it
+// reaches becomes resident: a thread that has taken few spans carves no
+// further than the OS page the carve starts in (a short program touches a
+// page per class it uses, not a batch's worth); a busy one gets whole
+// batches (fewer slow paths).
+TEST(ThreadCache, CarvingStaysInOnePageUntilTheThreadIsBusy) {
+  std::thread([] {
+    std::vector<void*> young;
+    for (int i = 0; i < 300; ++i) young.push_back(strata_malloc(16));  // past the young phase
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(1024);
+    ASSERT_GT(class_info(cls).batch * class_size(cls), std::size_t{4096}) << "the class's batch spans pages";
+    std::vector<void*> blocks;
+    for (int i = 0; i < 40; ++i) {
+      blocks.push_back(strata_malloc(1024));
+      const void* last = blocks.back();
+      std::uintptr_t reached = reinterpret_cast<std::uintptr_t>(last) + class_size(cls);
+      // Every listed block lies in the OS page of the last block handed out, or below.
+      for (void* b = cache->lists[cls].head; b != nullptr; b = list_next(b))
+        ASSERT_LT(reinterpret_cast<std::uintptr_t>(b) & ~std::uintptr_t{4095}, (reached + 4095) & ~std::uintptr_t{4095})
+            << "block " << i << ": the list reaches past the page being carved";
+    }
+    ASSERT_LT(cache->spans_taken, 64u);
+    for (void* b : blocks) strata_free(b);
+    for (void* b : young) strata_free(b);
+  }).join();
+}
