@@ -162,7 +162,7 @@ namespace {
 void print_table(TextSink& o, const strata_stats_t& s) {
   o.text("strata statistics\n");
   auto row = [&o](const char* name, std::uint64_t bytes, const char* note) {
-    o.text("  ").text(name).pad_to(26).bytes(bytes, 12).text("   ").text(note).text("\n");
+    o.text("  ").text(name).pad_to(26).size(static_cast<double>(bytes), 12).text("   ").text(note).text("\n");
   };
   row("mapped", s.mapped_bytes, "address space reserved from the OS");
   row("resident (process)", s.resident_bytes, "physical memory of the whole process");
@@ -184,7 +184,7 @@ void print_table(TextSink& o, const strata_stats_t& s) {
       .text(", central ").number(s.central_lock_contended).text("\n");
   o.text("  fragmentation ").fixed(s.fragmentation * 100.0, 1).text(" % of backed memory not in use\n");
   o.text("  heap profile: ").number(s.profile_samples).text(" live samples (")
-      .bytes(s.profile_sampled_bytes).text(" requested), ").number(s.profile_samples_total)
+      .size(static_cast<double>(s.profile_sampled_bytes)).text(" requested), ").number(s.profile_samples_total)
       .text(" samples in all\n");
   o.text("  class  block size   in use   cached  free in spans  spans\n");
   for (std::size_t cls = 1; cls < STRATA_NUM_SIZE_CLASSES; ++cls) {

@@ -1,36 +1,23 @@
-// A small text builder over a fixed buffer that flushes to a strata_write_fn
-// sink: statistics are printed without allocating.
+// Text for a strata_write_fn (the statistics table and JSON), formatted by
+// platform/text_writer.h: statistics are printed without allocating. A null
+// function writes to stderr.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-
+#include "platform/text_writer.h"
 #include "strata/strata.h"
 
 namespace strata::detail {
 
-class TextSink {
+class TextSink : public TextWriter {
  public:
   TextSink(strata_write_fn write, void* context) noexcept;
-  ~TextSink() { flush(); }
-  TextSink(const TextSink&) = delete;
-  TextSink& operator=(const TextSink&) = delete;
-
-  TextSink& text(const char* s) noexcept;
-  TextSink& number(std::uint64_t value, int width = 0) noexcept;      // right-aligned
-  TextSink& fixed(double value, int decimals) noexcept;
-  TextSink& bytes(std::uint64_t value, int width = 0) noexcept;       // "12.3 MiB"
-  TextSink& pad_to(int column) noexcept;                               // spaces up to a column
-  void flush() noexcept;
+  ~TextSink() { flush(); }  // while write_ is still ours
 
  private:
-  void put(char c) noexcept;
+  static bool write_to(void* self, const char* data, std::size_t length) noexcept;
 
   strata_write_fn write_;
-  void* context_;
-  char buffer_[512];
-  std::size_t used_ = 0;
-  int column_ = 0;
+  void* write_context_;
 };
 
 }  // namespace strata::detail

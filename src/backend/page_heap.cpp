@@ -300,32 +300,26 @@ void PageHeap::map_whole_locked(Span* span) noexcept {
   }
 }
 
-// No free span fits: the next `pages` of the fresh rest become one (merging
-// with a free span right below it), reserving first when the rest is short.
+// No free span fits: the next `pages` of the fresh rest become one,
+// reserving first when the rest is short.
 Span* PageHeap::grow_locked(std::size_t pages) noexcept {
   if (fresh_pages_ < pages && !reserve_locked(pages)) return nullptr;
+  if (!release_fresh_locked(pages)) return nullptr;
+  return find_free_locked(pages);
+}
+
+// The next `pages` of the fresh rest become a free span (merging with a
+// free span right below them).
+bool PageHeap::release_fresh_locked(std::size_t pages) noexcept {
   Span* span = new_span();
-  if (span == nullptr) return nullptr;
+  if (span == nullptr) return false;
   span->first_page = fresh_first_;
   span->page_count = pages;
   span->pages_zero = true;
   fresh_first_ += pages;
   fresh_pages_ -= pages;
-  stats_.fresh_bytes = fresh_pages_ << kPageShift;
   insert_free_locked(span);
-  return find_free_locked(pages);
-}
-
-void PageHeap::file_fresh_rest_locked() noexcept {
-  if (fresh_pages_ == 0) return;
-  Span* rest = new_span();
-  if (rest == nullptr) return;  // address space only: lost, never wrong
-  rest->first_page = fresh_first_;
-  rest->page_count = fresh_pages_;
-  rest->pages_zero = true;
-  fresh_pages_ = 0;
-  stats_.fresh_bytes = 0;
-  insert_free_locked(rest);
+  return true;
 }
 
 bool PageHeap::reserve_locked(std::size_t pages) noexcept {
@@ -358,10 +352,11 @@ bool PageHeap::reserve_locked(std::size_t pages) noexcept {
   }
   stats_.mapped_bytes += ahead;
   ++stats_.reservations;
-  file_fresh_rest_locked();  // the older rest is free memory like any other now
+  // The older rest is free memory like any other now (without a Span for
+  // it, only address space is lost).
+  if (fresh_pages_ != 0 && !release_fresh_locked(fresh_pages_)) fresh_pages_ = 0;
   fresh_first_ = first;
   fresh_pages_ = count;
-  stats_.fresh_bytes = ahead;
   return true;
 }
 
@@ -491,6 +486,7 @@ std::size_t PageHeap::decommit_free(std::uint64_t now_ns, std::uint64_t min_age_
 PageHeapStats PageHeap::stats() noexcept {
   LockGuard guard(mutex_);
   PageHeapStats copy = stats_;
+  copy.fresh_bytes = fresh_pages_ << kPageShift;
   copy.small_span_bytes = small_span_bytes_.load(std::memory_order_relaxed);
   copy.lock_contended = mutex_.contended_count();
   return copy;

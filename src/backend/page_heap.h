@@ -101,7 +101,7 @@ class PageHeap {
   Span* find_free_locked(std::size_t pages) noexcept;
   Span* grow_locked(std::size_t pages) noexcept;      // from the fresh rest, reserving when short
   bool reserve_locked(std::size_t pages) noexcept;    // a new reservation becomes the fresh rest
-  void file_fresh_rest_locked() noexcept;             // the fresh rest becomes a free span
+  bool release_fresh_locked(std::size_t pages) noexcept;  // the rest's next pages become a free span
   void insert_free_locked(Span* span) noexcept;   // coalesces, then files
   void file_free_locked(Span* span) noexcept;     // files without coalescing
   void unfile_free_locked(Span* span) noexcept;

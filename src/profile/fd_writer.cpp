@@ -1,92 +1,23 @@
 #include "profile/fd_writer.h"
 
-#include "platform/digits.h"
-
 #include <cerrno>
 #include <unistd.h>
 
 namespace strata::detail {
 
-bool FdWriter::flush() noexcept {
-  const char* p = buffer_;
-  std::size_t left = used_;
-  used_ = 0;
-  while (left > 0 && ok_) {
-    ssize_t n = write(fd_, p, left);
+bool FdWriter::write_all(void* self, const char* data, std::size_t length) noexcept {
+  auto* writer = static_cast<FdWriter*>(self);
+  while (length > 0) {
+    ssize_t n = write(writer->fd_, data, length);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      ok_ = false;
-      error_ = n < 0 ? errno : EIO;
-      break;
+      writer->error_ = n < 0 ? errno : EIO;
+      return false;
     }
-    p += n;
-    left -= static_cast<std::size_t>(n);
+    data += n;
+    length -= static_cast<std::size_t>(n);
   }
-  return ok_;
-}
-
-FdWriter& FdWriter::text(const char* s) noexcept {
-  while (*s != '\0') put(*s++);
-  return *this;
-}
-
-FdWriter& FdWriter::bytes(const char* data, std::size_t length) noexcept {
-  for (std::size_t i = 0; i < length; ++i) put(data[i]);
-  return *this;
-}
-
-FdWriter& FdWriter::number(std::uint64_t value, int width) noexcept {
-  char buffer[24];
-  const char* p = digits_of(value, 10, buffer);
-  for (int i = static_cast<int>(buffer + sizeof(buffer) - p); i < width; ++i) put(' ');
-  while (p < buffer + sizeof(buffer)) put(*p++);
-  return *this;
-}
-
-FdWriter& FdWriter::hex(std::uint64_t value) noexcept {
-  char buffer[24];
-  const char* p = digits_of(value, 16, buffer);
-  put('0').put('x');
-  while (p < buffer + sizeof(buffer)) put(*p++);
-  return *this;
-}
-
-FdWriter& FdWriter::fixed(double value, int decimals, int width) noexcept {
-  bool negative = value < 0;
-  if (negative) value = -value;
-  std::uint64_t scale = 1;
-  for (int i = 0; i < decimals; ++i) scale *= 10;
-  auto scaled = static_cast<std::uint64_t>(value * static_cast<double>(scale) + 0.5);
-  std::uint64_t whole = scaled / scale;
-  int length = (negative ? 1 : 0) + (decimals > 0 ? decimals + 1 : 0);
-  for (std::uint64_t t = whole; ; t /= 10) {
-    ++length;
-    if (t < 10) break;
-  }
-  for (int i = length; i < width; ++i) put(' ');
-  if (negative) put('-');
-  number(whole);
-  if (decimals > 0) {
-    put('.');
-    std::uint64_t fraction = scaled % scale;
-    for (std::uint64_t div = scale / 10; div > 0; div /= 10) {
-      put(static_cast<char>('0' + fraction / div));
-      fraction %= div;
-    }
-  }
-  return *this;
-}
-
-FdWriter& FdWriter::size(double bytes, int width) noexcept {
-  static const char* const kUnits[] = {" B", " KiB", " MiB", " GiB", " TiB"};
-  int unit = 0;
-  while (bytes >= 1024.0 && unit < 4) {
-    bytes /= 1024.0;
-    ++unit;
-  }
-  int unit_length = unit == 0 ? 2 : 4;
-  fixed(bytes, unit == 0 ? 0 : 1, width > unit_length ? width - unit_length : 0);
-  return text(kUnits[unit]);
+  return true;
 }
 
 }  // namespace strata::detail

@@ -1,41 +1,23 @@
-// Text output to a file descriptor through a fixed buffer and write(2): the
-// profile writers never allocate.
+// Text output to a file descriptor through write(2) (platform/text_writer.h
+// formats it): the profile writers never allocate.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
+#include "platform/text_writer.h"
 
 namespace strata::detail {
 
-class FdWriter {
+class FdWriter : public TextWriter {
  public:
-  explicit FdWriter(int fd) noexcept : fd_(fd) {}
-  ~FdWriter() { flush(); }
-  FdWriter(const FdWriter&) = delete;
-  FdWriter& operator=(const FdWriter&) = delete;
+  explicit FdWriter(int fd) noexcept : TextWriter(&write_all, this), fd_(fd) {}
+  ~FdWriter() { flush(); }  // while fd_ is still ours
 
-  FdWriter& text(const char* s) noexcept;
-  FdWriter& bytes(const char* data, std::size_t length) noexcept;
-  FdWriter& number(std::uint64_t value, int width = 0) noexcept;  // decimal, right-aligned
-  FdWriter& hex(std::uint64_t value) noexcept;                    // 0x...
-  FdWriter& fixed(double value, int decimals, int width = 0) noexcept;
-  FdWriter& size(double bytes, int width = 0) noexcept;           // "12.3 MiB"
-  FdWriter& put(char c) noexcept {
-    if (used_ == sizeof(buffer_)) flush();
-    buffer_[used_++] = c;
-    return *this;
-  }
-  // False once a write failed (errno kept from that write).
-  bool flush() noexcept;
-  bool ok() const noexcept { return ok_; }
-  int error() const noexcept { return error_; }
+  int error() const noexcept { return error_; }  // errno of the write that failed
 
  private:
+  static bool write_all(void* self, const char* data, std::size_t length) noexcept;
+
   int fd_;
-  bool ok_ = true;
   int error_ = 0;
-  std::size_t used_ = 0;
-  char buffer_[2048];
 };
 
 }  // namespace strata::detail

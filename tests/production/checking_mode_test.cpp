@@ -8,40 +8,15 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../common/child_process.hpp"
+
 namespace {
 
-struct Outcome {
-  int status = 0;
-  std::string output;  // stdout and stderr together
-  bool aborted() const { return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT; }
-  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-};
+using Outcome = strata_test::ChildOutcome;
 
 Outcome run(const char* program, std::vector<std::string> args, std::vector<std::string> env) {
-  int pipefd[2];
-  EXPECT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipefd[1], 1);
-    dup2(pipefd[1], 2);
-    close(pipefd[0]);
-    std::vector<char*> argv{const_cast<char*>(program)};
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    execve(program, argv.data(), envp.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  Outcome out;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(pipefd[0], buffer, sizeof(buffer))) > 0) out.output.append(buffer, static_cast<std::size_t>(n));
-  close(pipefd[0]);
-  waitpid(pid, &out.status, 0);
-  return out;
+  args.insert(args.begin(), program);
+  return strata_test::run_child(std::move(args), std::move(env));
 }
 
 Outcome misuse(const char* what) { return run(MISUSE_PROGRAM, {what}, {"STRATA_CHECK=1"}); }

@@ -16,42 +16,12 @@
 #include <unistd.h>
 #include <vector>
 
+#include "../common/child_process.hpp"
+
 namespace {
 
-struct Outcome {
-  int status = 0;
-  pid_t pid = 0;
-  std::string output;  // stdout and stderr
-  bool exited_ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
-};
-
-Outcome run(std::vector<std::string> argv, std::vector<std::string> env, const std::string& cwd = "") {
-  int pipefd[2];
-  EXPECT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipefd[1], 1);
-    dup2(pipefd[1], 2);
-    close(pipefd[0]);
-    if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(126);
-    std::vector<char*> args, envp;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    for (auto& e : env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    execve(args[0], args.data(), envp.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  Outcome out;
-  out.pid = pid;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(pipefd[0], buffer, sizeof buffer)) > 0) out.output.append(buffer, static_cast<std::size_t>(n));
-  close(pipefd[0]);
-  waitpid(pid, &out.status, 0);
-  return out;
-}
+using Outcome = strata_test::ChildOutcome;
+using strata_test::run_child;
 
 std::string fresh_dir(const char* name) {
   std::string dir = std::string(::testing::TempDir()) + "strata_profiles_" + name + "_" + std::to_string(getpid());
@@ -143,7 +113,7 @@ void check_accuracy(const char* program, std::vector<std::string> extra_env) {
   std::vector<std::string> env = {"STRATA_PROFILE=1", "STRATA_PROFILE_PATH=" + dir + "/acc",
                                   "STRATA_PROFILE_TOP=3"};
   for (auto& e : extra_env) env.push_back(e);
-  Outcome o = run({program, "accuracy", truth_path}, env);
+  Outcome o = run_child({program, "accuracy", truth_path}, env);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   EXPECT_NE(o.output.find("strata: heap profile written to " + dir + "/acc."), std::string::npos) << o.output;
   std::vector<Truth> sites = read_truth(truth_path);
@@ -204,7 +174,7 @@ void check_entry_points(const char* program, std::vector<std::string> extra_env)
   std::vector<std::string> env = {"STRATA_PROFILE=1", "STRATA_PROFILE_PATH=" + dir + "/entries",
                                   "STRATA_PROFILE_SAMPLE=1"};
   for (auto& e : extra_env) env.push_back(e);
-  Outcome o = run({program, "entries", truth_path}, env);
+  Outcome o = run_child({program, "entries", truth_path}, env);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   std::vector<Truth> functions = read_truth(truth_path);
   ASSERT_EQ(functions.size(), 13u);
@@ -237,7 +207,7 @@ TEST(ProfiledPrograms, EveryEntryPointNamesItsCallerWithLdPreload) {
 
 TEST(ProfiledPrograms, DefaultPathIsStrataDotPidDotHeapInTheWorkingDirectory) {
   std::string dir = fresh_dir("default");
-  Outcome o = run({PROFILE_PROGRAM_STATIC, "leak"}, {"STRATA_PROFILE=1"}, dir);
+  Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"}, {"STRATA_PROFILE=1"}, dir);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   Profile profile = read_profile(profile_path(dir, "strata", o.pid));
   double live = 0;
@@ -248,7 +218,7 @@ TEST(ProfiledPrograms, DefaultPathIsStrataDotPidDotHeapInTheWorkingDirectory) {
 
 TEST(ProfiledPrograms, NoProfileUnlessAsked) {
   std::string dir = fresh_dir("none");
-  Outcome o = run({PROFILE_PROGRAM_STATIC, "leak"}, {}, dir);
+  Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"}, {}, dir);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   EXPECT_EQ(o.output.find("strata:"), std::string::npos) << o.output;
   DIR* d = opendir(dir.c_str());
@@ -261,7 +231,7 @@ TEST(ProfiledPrograms, NoProfileUnlessAsked) {
 
 TEST(ProfiledPrograms, SamplingOffWritesAnEmptyProfile) {
   std::string dir = fresh_dir("off");
-  Outcome o = run({PROFILE_PROGRAM_STATIC, "leak"},
+  Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"},
                   {"STRATA_PROFILE=1", "STRATA_PROFILE_SAMPLE=0", "STRATA_PROFILE_PATH=" + dir + "/off"});
   ASSERT_TRUE(o.exited_ok()) << o.output;
   Profile profile = read_profile(profile_path(dir, "off", o.pid));
