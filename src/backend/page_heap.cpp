@@ -225,11 +225,11 @@ void PageHeap::maybe_decay() noexcept {
   mutex_.unlock();
 }
 
-void PageHeap::insert_free_locked(Span* span) noexcept {
+void PageHeap::insert_free_locked(Span* span, std::uint64_t free_since) noexcept {
   // Neighbours merge only when filed (kFree): a stale page map entry may
   // point at a recycled Span object that is being split right now.
   span->state = SpanState::kDetached;
-  span->free_since = monotonic_ns();
+  span->free_since = free_since != 0 ? free_since : monotonic_ns();
   // Merge with the span just before: its last page maps to it.
   if (Span* before = g_page_map.lookup_page(span->first_page - 1);
       before != nullptr && before->state == SpanState::kFree &&
@@ -239,7 +239,8 @@ void PageHeap::insert_free_locked(Span* span) noexcept {
     before->pages_zero = before->pages_zero && span->pages_zero;
     before->decommitted = before->decommitted && span->decommitted;
     before->fully_mapped = false;
-    before->free_since = span->free_since;
+    // The younger of the two: no page goes back before it was free a period.
+    if (span->free_since > before->free_since) before->free_since = span->free_since;
     delete_span(span);
     span = before;
   }
@@ -252,6 +253,7 @@ void PageHeap::insert_free_locked(Span* span) noexcept {
     span->pages_zero = span->pages_zero && after->pages_zero;
     span->decommitted = span->decommitted && after->decommitted;
     span->fully_mapped = false;
+    if (after->free_since > span->free_since) span->free_since = after->free_since;
     delete_span(after);
   }
   g_page_map.set(span->first_page, span);
@@ -397,7 +399,7 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState s
   return span;
 }
 
-void PageHeap::deallocate(Span* span) noexcept {
+void PageHeap::deallocate(Span* span, std::uint64_t free_since) noexcept {
   LockGuard guard(mutex_);
   // Owner tags of a small span's pages must not outlive it (a span reused
   // as fully mapped keeps its entries).
@@ -416,7 +418,7 @@ void PageHeap::deallocate(Span* span) noexcept {
   span->carve_next = span->carve_end = 0;
   span->parked_units = 0;
   span->parked_blocks = 0;
-  insert_free_locked(span);
+  insert_free_locked(span, free_since);
   after_change_locked();
 }
 

@@ -64,7 +64,9 @@ class PageHeap {
                  SpanState state = SpanState::kLarge) noexcept;
 
   // Takes back a span in use (kSmall or kLarge): coalesces and files it.
-  void deallocate(Span* span) noexcept;
+  // `free_since`: when its pages became free, for decay (0: now; a thread's
+  // kept empty span has been free since it was kept).
+  void deallocate(Span* span, std::uint64_t free_since = 0) noexcept;
 
   // Grows a large span in place to `pages` when the pages right after it are
   // free; true on success.
@@ -102,7 +104,7 @@ class PageHeap {
   Span* grow_locked(std::size_t pages) noexcept;      // from the fresh rest, reserving when short
   bool reserve_locked(std::size_t pages) noexcept;    // a new reservation becomes the fresh rest
   bool release_fresh_locked(std::size_t pages) noexcept;  // the rest's next pages become a free span
-  void insert_free_locked(Span* span) noexcept;   // coalesces, then files
+  void insert_free_locked(Span* span, std::uint64_t free_since = 0) noexcept;   // coalesces, then files
   void file_free_locked(Span* span) noexcept;     // files without coalescing
   void unfile_free_locked(Span* span) noexcept;
   Span* split_front_locked(Span* span, std::size_t pages) noexcept;  // returns the rest

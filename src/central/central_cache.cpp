@@ -103,7 +103,10 @@ void* CentralCache::take_one_locked(Span* span, std::size_t cls) noexcept {
                                : "write after free (a free block's mark was overwritten)");
   } else {
     std::uint32_t n;
+    const bool recycled = span->carve_next < span->marked_end;
     block = carve_blocks(span, 1, g_list_key, n);
+    if (recycled && STRATA_CHECK_DOUBLE_FREE && !has_free_mark(block, g_list_key))
+      report_block_in_use_of_empty_span(block);
     // Checking mode: never-used blocks carry the free poison too, so that
     // the poison check at allocation holds for every block.
     if (g_options.check) poison_block(block, class_size(cls));

@@ -17,7 +17,8 @@
 // sharding, as in mimalloc): its own `free_list` (blocks freed since the
 // owner last took the list), its owner's allocation list for the class (a
 // list the owner took from this span, frontend/thread_cache.h), the
-// never-used range [carve_next, carve_end), or a parked unit (pages given
+// never-used range [carve_next, carve_end) (whose start may be blocks freed
+// before the span last emptied, up to `marked_end`), or a parked unit (pages given
 // back to the OS while the span holds live blocks, core/span_blocks.h).
 //
 // Counting invariant (the one the tests check):
@@ -61,6 +62,7 @@ struct Span {
   // page heap registry of small spans (statistics walk it)
   Span* small_next = nullptr;
   Span* small_prev = nullptr;
+  std::uint64_t idle_since = 0;    // the central cache's kept empty span: when it became empty (owners age theirs by used_epoch)
 
   // --- line 2: owner-only, written by the free fast path and refills -------
   alignas(64) void* free_list = nullptr;  // blocks freed to this span, encoded links
@@ -80,7 +82,11 @@ struct Span {
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
   std::uint32_t parked_blocks = 0; // blocks overlapping parked units
   std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation list
-  std::uint64_t idle_since = 0;    // the central cache's kept empty span: when it became empty (owners age theirs by used_epoch)
+  // Blocks in [carve_next, marked_end) were freed before the span last
+  // emptied and still hold the free mark: carving relinks them without
+  // marking them again, so malloc's mark check still stops a block that was
+  // never freed (core/span_blocks.h, recycle_empty_span).
+  std::uintptr_t marked_end = 0;
   bool sleeping = false;           // full and unlisted until countdown reaches 0
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
   bool tail_released = false;      // never-used pages past carve_next given back

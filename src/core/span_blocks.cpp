@@ -43,6 +43,7 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   span->idle_since = 0;
   span->used_epoch = 0;
   span->tail_released = false;
+  span->marked_end = 0;
   span->carve_next = span_base(span);
   span->carve_end = span->carve_next + std::uintptr_t{info.span_objects} * info.size;
   // Units of at least an OS page, at most 64 per span.
@@ -59,12 +60,14 @@ void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint3
   if (n == 0) return nullptr;
   std::uintptr_t first = span->carve_next;
   std::uintptr_t last = first + std::uintptr_t{n - 1} * size;
+  // Blocks below marked_end keep the mark their free wrote (recycle_empty_span).
+  const std::uintptr_t marked_end = span->marked_end;
   for (std::uintptr_t b = first; b < last; b += size) {
     reinterpret_cast<FreeBlock*>(b)->encoded_next = encode_link(b + size, key);
-    set_free_mark(reinterpret_cast<void*>(b), key);
+    if (b >= marked_end) set_free_mark(reinterpret_cast<void*>(b), key);
   }
   reinterpret_cast<FreeBlock*>(last)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(then), key);
-  set_free_mark(reinterpret_cast<void*>(last), key);
+  if (last >= marked_end) set_free_mark(reinterpret_cast<void*>(last), key);
   span->carve_next = last + size;
   span->tail_released = false;
   span->countdown += n;
@@ -74,20 +77,27 @@ void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint3
 
 namespace {
 
-// Calls visit(block) for every carved block of `span` that does not start in
-// a parked unit (parked units read as zero: no mark, no link), in address
-// order; stops early when visit returns false.
+// The end of the blocks that were ever carved: carved ones, and the ones a
+// recycled span will carve again (they still hold their marks).
+std::uintptr_t ever_carved_end(const Span* span) noexcept {
+  return span->marked_end > span->carve_next ? span->marked_end : span->carve_next;
+}
+
+// Calls visit(block) for every block of `span` ever carved that does not
+// start in a parked unit (parked units read as zero: no mark, no link), in
+// address order; stops early when visit returns false.
 template <class Visit>
 void for_each_unparked_carved_block(const Span* span, Visit&& visit) noexcept {
   const std::size_t size = class_size(span->size_class);
   const std::uintptr_t base = span_base(span);
+  const std::uintptr_t end = ever_carved_end(span);
   if (span->parked_units == 0) {
-    for (std::uintptr_t b = base; b < span->carve_next; b += size)
+    for (std::uintptr_t b = base; b < end; b += size)
       if (!visit(b)) return;
     return;
   }
   const std::uintptr_t unit = std::uintptr_t{1} << span->unit_shift;
-  for (std::uintptr_t b = base; b < span->carve_next; b += size) {
+  for (std::uintptr_t b = base; b < end; b += size) {
     std::size_t u = (b - base) >> span->unit_shift;
     if (u < kMaxUnits && ((span->parked_units >> u) & 1)) {
       // Skip to the first block that starts past this unit.
@@ -128,18 +138,43 @@ void relist_empty_span(Span* span, std::uintptr_t key) noexcept {
     return true;
   });
   if (last != nullptr) last->encoded_next = encode_link(0, key);
+  span->carve_next = ever_carved_end(span);  // recycled blocks are listed now
+  span->marked_end = 0;
   span->free_list = head;
   span->listed_mark = listed;  // countdown is 0: every listed block is free
+}
+
+void recycle_empty_span(Span* span, std::uintptr_t key) noexcept {
+  if (span->parked_units != 0) return relist_empty_span(span, key);
+  span->marked_end = ever_carved_end(span);
+  span->carve_next = span_base(span);
+  span->free_list = nullptr;
+  span->listed_mark = 0;  // countdown is 0 too: nothing listed, nothing out
 }
 
 void countdown_wrapped(const void* block) noexcept {
   report_misuse(block, "double free (all blocks of its span had come back already)");
 }
 
+void report_block_in_use_of_empty_span(const void* block) noexcept {
+  report_misuse(block, "double free (a span whose blocks all came back still holds this one in use: "
+                       "another block of it was freed twice)");
+}
+
 void verify_empty_span(const Span* span, std::uintptr_t key) noexcept {
-  if (const void* live = unmarked_carved_block(span, key))
-    report_misuse(live, "double free (a span whose blocks all came back still holds this one in use: "
-                        "another block of it was freed twice)");
+  if (const void* live = unmarked_carved_block(span, key)) report_block_in_use_of_empty_span(live);
+}
+
+void forget_recycled_marks(Span* span, std::uintptr_t key) noexcept {
+  if (span->marked_end <= span->carve_next) return;
+  // Recycling needs no parked unit, and parking forgets first: no unit of
+  // this range is parked.
+  const std::size_t size = class_size(span->size_class);
+  if (STRATA_CHECK_DOUBLE_FREE)
+    for (std::uintptr_t b = span->carve_next; b < span->marked_end; b += size)
+      if (reinterpret_cast<const FreeBlock*>(b)->free_mark != key)
+        report_block_in_use_of_empty_span(reinterpret_cast<const void*>(b));
+  span->marked_end = 0;
 }
 
 bool span_list_contains(const Span* span, const void* block, std::uintptr_t key) noexcept {
@@ -151,6 +186,9 @@ bool span_list_contains(const Span* span, const void* block, std::uintptr_t key)
 }
 
 std::size_t park_free_units(Span* span, std::uintptr_t key) noexcept {
+  // Recycled blocks become plain never-used memory (checked first): the
+  // tail below goes back with them.
+  forget_recycled_marks(span, key);
   if (span->free_list == nullptr && span->carve_next >= span->carve_end) return 0;
   const std::size_t size = class_size(span->size_class);
   const std::uintptr_t base = span_base(span);

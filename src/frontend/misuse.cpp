@@ -3,6 +3,7 @@
 #include "central/central_cache.h"
 #include "core/checked_block.h"
 #include "core/diagnostics.h"
+#include "core/page_map.h"
 #include "core/span_blocks.h"
 #include "frontend/thread_cache.h"
 
@@ -28,6 +29,11 @@ void confirm_not_free(ThreadCache* cache, Span* span, void* block) noexcept {
 }
 
 void report_unmarked_free_block(void* block) noexcept {
+  // Carved again from a recycled span without being freed since it was last
+  // handed out: another block of its span was freed twice.
+  const Span* span = g_page_map.lookup(block);
+  if (span != nullptr && span->state == SpanState::kSmall && reinterpret_cast<std::uintptr_t>(block) < span->marked_end)
+    report_block_in_use_of_empty_span(block);
   if (static_cast<FreeBlock*>(block)->free_mark == 0)
     report_misuse(block, "double free (the block was handed out already and is on a free list again)");
   report_misuse(block, "write after free (a free block's mark was overwritten)");

@@ -35,6 +35,14 @@ constexpr std::uint32_t kYoungAllocations = 256;
 // thread's own malloc/free pairs, counted as allocations.
 constexpr std::uint32_t kYoungRemoteFrees = 64;
 
+// A thread that has taken fewer spans than this is not busy yet: carving
+// stays within one OS page (carve_quota).
+constexpr std::uint32_t kBusySpans = 64;
+// ... than this, blocks over kPagedWhileQuiet bytes are spans of their own
+// (allocate_paged_block).
+constexpr std::uint32_t kPagedSpans = 256;
+constexpr std::size_t kPagedWhileQuiet = 2048;
+
 // Allocation slow paths between two housekeeping visits (each reads the
 // clock twice): every slow path hands out a whole list, so this is at most a
 // few thousand mallocs, and span events visit too.
@@ -72,15 +80,16 @@ constinit thread_local std::uint32_t t_young_remote_frees __attribute__((tls_mod
 
 namespace {
 
-// An awake span with no block out: kept for reuse while the thread's bound
-// allows (a burst of frees followed by a burst of mallocs then never touches
-// the page heap), else given back.
+// An awake span with no block out: kept for reuse while the thread's burst
+// bound allows (a burst of frees followed by a burst of mallocs then never
+// touches the page heap), else given back.
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->size_class;
-  if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes) {
-    relist_empty_span(span, cache->key);
+  if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
+    recycle_empty_span(span, cache->key);
     span->kept_empty = true;
-    span->used_epoch = cache->scavenge_epoch;  // idle from now: no clock read per empty span
+    span->used_epoch = cache->scavenge_epoch;  // idle from now
+    span->idle_since = monotonic_ns();         // for the surplus over max_kept_bytes
     cache->kept_empty_bytes += span->bytes();
     cache->partial[cls].remove(span);
     cache->partial[cls].push_back(span);  // spans with live blocks are used first
@@ -113,6 +122,7 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
     if (span == nullptr || !span->kept_empty) continue;
     unkeep(cache, span);
     cache->partial[other].remove(span);
+    verify_empty_span(span, cache->key);  // its recycled blocks' marks mean nothing in the new class
     format_small_span(span, cls);
     return span;
   }
@@ -148,7 +158,12 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
 // busy and gets whole batches (fewer slow paths).
 std::uint32_t carve_quota(const ThreadCache* cache, const Span* span, std::uint32_t want) noexcept {
   constexpr std::uintptr_t kOsPage = 4096;
-  constexpr std::uint32_t kBusySpans = 64;
+  // Recycled blocks: their pages are resident already; all of them at once,
+  // as one list taken from the span would be.
+  if (span->carve_next < span->marked_end) {
+    std::uintptr_t recycled = (span->marked_end - span->carve_next) / class_size(span->size_class);
+    return recycled > want ? static_cast<std::uint32_t>(recycled) : want;
+  }
   if (span->carve_next != reinterpret_cast<std::uintptr_t>(span->start()) && cache->spans_taken >= kBusySpans)
     return want;
   std::uintptr_t size = class_size(span->size_class);
@@ -353,7 +368,8 @@ namespace {
 
 // Once per decay period, at the end of an epoch (an epoch lasts at least a
 // period): empty spans kept through the whole epoch (kept before it began) go
-// to the page heap (which returns their pages after its own decay), and
+// to the page heap with the time they were kept (so its next decay run
+// returns their pages), and
 // partly used spans that fed no allocation list in it give back the pages
 // that hold no live block.
 void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
@@ -365,7 +381,8 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
       if (span->used_epoch < cache->scavenge_epoch) {  // kept a whole period
         unkeep(cache, span);
         spans.remove(span);
-        g_page_heap.deallocate(span);
+        verify_empty_span(span, cache->key);
+        g_page_heap.deallocate(span, span->idle_since);  // aged already: decays at the next run
       }
       span = before;
     }
@@ -379,13 +396,39 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
   flush_outbox(cache);
 }
 
+// Kept empty spans beyond max_kept_bytes that have been empty for a decay
+// period go to the page heap with that age, so its next decay run returns
+// their pages (checked four times per period: pages a burst left go back
+// 1.25-1.5 periods after it, as the page heap's own free pages do). Within
+// max_kept_bytes, kept spans wait for the end of an epoch (scavenge).
+void release_idle_surplus(ThreadCache* cache, std::uint64_t now, std::uint64_t period) noexcept {
+  for (std::size_t cls = 1; cls < kNumClasses && cache->kept_empty_bytes > cache->max_kept_bytes; ++cls) {
+    SpanList& spans = cache->partial[cls];
+    for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
+      Span* before = span->prev;
+      if (now - span->idle_since >= period) {
+        unkeep(cache, span);
+        spans.remove(span);
+        verify_empty_span(span, cache->key);
+        g_page_heap.deallocate(span, span->idle_since);
+        if (cache->kept_empty_bytes <= cache->max_kept_bytes) break;
+      }
+      span = before;
+    }
+  }
+}
+
 }  // namespace
 
 void housekeeping(ThreadCache* cache) noexcept {
   g_page_heap.maybe_decay();
   std::uint64_t now = monotonic_ns();
-  if (now < cache->next_scavenge_ns) return;
   std::uint64_t period = g_options.decay_ms * 1000000ull;
+  if (cache->kept_empty_bytes > cache->max_kept_bytes && now >= cache->next_surplus_check_ns) {
+    release_idle_surplus(cache, now, period);
+    cache->next_surplus_check_ns = now + period / 4;
+  }
+  if (now < cache->next_scavenge_ns) return;
   if (cache->next_scavenge_ns != 0) scavenge(cache, now);
   ++cache->scavenge_epoch;
   cache->next_scavenge_ns = now + (period != 0 ? period : 1000000000ull);
@@ -404,7 +447,7 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
     for (Span* span = spans.head; span != nullptr;) {
       Span* next = span->next;
       if (span->countdown == 0) {
-        if (!span->kept_empty) verify_empty_span(span, cache->key);
+        verify_empty_span(span, cache->key);
         unkeep(cache, span);
         spans.remove(span);
         g_page_heap.deallocate(span);
@@ -436,6 +479,29 @@ void* allocate_from_central(std::size_t cls, std::size_t size, CallSite site, st
   return block;
 }
 
+// A block over kPagedWhileQuiet bytes for a thread that is not busy yet: a
+// span of its own from the page heap, as every block over 32 KiB is. Freed,
+// its pages coalesce with their neighbours and serve the next request of
+// any size, where a class keeps a partly used span for its own blocks: a
+// short program that allocates buffers of dozens of sizes a few times each
+// (python starting up) otherwise holds a span per size. Each counts as a
+// span taken, so a thread that keeps allocating such blocks soon gets the
+// classes' speed.
+void* allocate_paged_block(ThreadCache* cache, std::size_t size, CallSite site) noexcept {
+  std::size_t pages = (size + kPageSize - 1) >> kPageShift;
+  if (cache != nullptr) ++cache->spans_taken;
+  if (sampling_point_in(size)) {  // page heap requests count their own bytes
+    if (void* block = allocate_sampled(size, 0, pages << kPageShift, size, site)) return block;
+  }
+  Span* span = g_page_heap.allocate(pages);
+  if (span == nullptr) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  span->pages_zero = false;
+  return span->start();
+}
+
 ThreadCache* create_cache() noexcept;
 
 }  // namespace
@@ -448,8 +514,10 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
   ThreadCache* cache = t_live_cache;
   if (cache == nullptr) {
     ensure_initialized();
-    if (++t_young_allocations <= kYoungAllocations || g_options.check)
+    if (++t_young_allocations <= kYoungAllocations || g_options.check) {
+      if (class_size(cls) > kPagedWhileQuiet && !g_options.check) return allocate_paged_block(nullptr, size, site);
       return allocate_from_central(cls, size, site, alignment);
+    }
     cache = create_cache();
     if (cache == nullptr) return allocate_from_central(cls, size, site, alignment);
   }
@@ -460,6 +528,8 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     std::size_t block_size = class_size(cls);
     if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
   }
+  if (class_size(cls) > kPagedWhileQuiet && cache->spans_taken < kPagedSpans)
+    return allocate_paged_block(cache, size, site);
   if (--cache->slow_until_housekeeping < 0) {
     cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
     housekeeping(cache);

@@ -87,15 +87,25 @@ class alignas(4096) ThreadCache {
   Span* current[kNumClasses] = {};  // the span the allocation list comes from
   SpanList partial[kNumClasses];    // owned awake spans with free blocks (empty ones at the back)
   SpanList sleeping;                // owned spans asleep since they were full, all classes
-  std::size_t kept_empty_bytes = 0;  // empty spans kept for reuse (bounded by max_kept_bytes)
+  // Empty spans kept for reuse: up to kBurstKeptFactor * max_kept_bytes
+  // (STRATA_THREAD_CACHE_BYTES) while a burst lasts, at most max_kept_bytes
+  // of them once idle for a decay period (release_idle_surplus).
+  std::size_t kept_empty_bytes = 0;
   std::size_t max_kept_bytes = 0;
   std::uint64_t next_scavenge_ns = 0;
+  std::uint64_t next_surplus_check_ns = 0;
   std::uint32_t scavenge_epoch = 0;  // 1 + scavenges so far (set at creation: the static caches stay in .bss)
   std::uint32_t spans_taken = 0;     // from the page heap or the central cache since this thread began
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its list runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
 };
+
+// How many times STRATA_THREAD_CACHE_BYTES of empty spans a thread may keep
+// during a burst (64 MiB by default): a program that frees tens of
+// megabytes and then allocates them again reuses its spans without a visit
+// to the page heap for each.
+constexpr std::size_t kBurstKeptFactor = 16;
 
 // Sizes below this take the inline malloc path (api/allocator.h): 0 until
 // the process is set up and in checking mode (every malloc then reaches the

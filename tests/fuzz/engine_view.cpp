@@ -76,8 +76,8 @@ void inspect_cache(ThreadCache* cache, void* context) {
   }
   if (kept != cache->kept_empty_bytes)
     model_violation("kept empty spans do not add up to kept_empty_bytes", cache, kept, cache->kept_empty_bytes);
-  if (kept > cache->max_kept_bytes)
-    model_violation("kept empty spans over the thread's bound", cache, kept, cache->max_kept_bytes);
+  if (kept > cache->max_kept_bytes * kBurstKeptFactor)
+    model_violation("kept empty spans over the thread's burst bound", cache, kept, cache->max_kept_bytes);
   if (cache->life == ThreadCache::Life::kAlive &&
       cache->max_kept_bytes != static_cast<std::size_t>(strata_option_get(STRATA_OPTION_THREAD_CACHE_BYTES)))
     model_violation("a thread's kept-span bound is not STRATA_THREAD_CACHE_BYTES", cache, cache->max_kept_bytes, 0);

@@ -45,7 +45,7 @@ struct CacheHoldings {
 //  - an allocation list holds exactly `avail` blocks, all of the class's
 //    current span, so at most one span's worth;
 //  - kept empty spans add up to `kept_empty_bytes`, which stays within the
-//    thread's bound (STRATA_THREAD_CACHE_BYTES);
+//    thread's burst bound (kBurstKeptFactor x STRATA_THREAD_CACHE_BYTES);
 //  - the outbox's parcels hold exactly what its counters say, under the
 //    1 MiB that makes it flush.
 CacheHoldings inspect_caches();

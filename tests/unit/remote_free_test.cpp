@@ -27,13 +27,10 @@ Destination expected_destination(void* block) {
   return owner != nullptr ? reinterpret_cast<Destination>(owner) : central_destination(span->size_class);
 }
 
-// A block of class `cls` whose span the central cache owns: allocated by a
-// thread that then exits, so its spans are abandoned, and left in use.
-void* block_of_an_unowned_span(std::size_t cls) {
-  void* block = nullptr;
-  std::thread([&] { block = strata_malloc(class_size(cls)); }).join();
-  return block;
-}
+// A block of class `cls` whose span the central cache owns, left in use (as
+// a young thread's allocation is; blocks over 2 KiB of a young thread are
+// spans of their own, so the central cache is asked directly).
+void* block_of_an_unowned_span(std::size_t cls) { return g_central[cls].allocate_one(cls); }
 
 }  // namespace
 
