@@ -38,10 +38,11 @@ constexpr std::uint32_t kYoungRemoteFrees = 64;
 // A thread that has taken fewer spans than this is not busy yet: carving
 // stays within one OS page (carve_quota).
 constexpr std::uint32_t kBusySpans = 64;
-// ... than this, blocks over kPagedWhileQuiet bytes are spans of their own
-// (allocate_paged_block).
-constexpr std::uint32_t kPagedSpans = 256;
-constexpr std::size_t kPagedWhileQuiet = 2048;
+// A class over kOwnSpanOver bytes gets a span in a thread only after
+// the thread asked for it this many times; until then each block is a span
+// of its own (allocate_paged_block).
+constexpr std::uint8_t kPagedRequests = 32;
+constexpr std::size_t kOwnSpanOver = 2048;
 
 // Allocation slow paths between two housekeeping visits (each reads the
 // clock twice): every slow path hands out a whole list, so this is at most a
@@ -479,17 +480,18 @@ void* allocate_from_central(std::size_t cls, std::size_t size, CallSite site, st
   return block;
 }
 
-// A block over kPagedWhileQuiet bytes for a thread that is not busy yet: a
-// span of its own from the page heap, as every block over 32 KiB is. Freed,
-// its pages coalesce with their neighbours and serve the next request of
-// any size, where a class keeps a partly used span for its own blocks: a
-// short program that allocates buffers of dozens of sizes a few times each
-// (python starting up) otherwise holds a span per size. Each counts as a
-// span taken, so a thread that keeps allocating such blocks soon gets the
+// A block over kOwnSpanOver bytes of a class the thread has asked for
+// fewer than kPagedRequests times (or of a young thread): a span of its own
+// from the page heap, as every block over 32 KiB is. Freed, its pages
+// coalesce with their neighbours and serve the next request of any size,
+// where a class span (16 blocks: 36-1,024 KiB for these classes) would stay
+// with the thread for its own blocks: a short program that allocates
+// buffers of dozens of sizes a few times each (python starting up), or a
+// short-lived thread that allocates a few large blocks, held a span per
+// size. A class the thread keeps asking for soon gets its span and the
 // classes' speed.
-void* allocate_paged_block(ThreadCache* cache, std::size_t size, CallSite site) noexcept {
+void* allocate_paged_block(std::size_t size, CallSite site) noexcept {
   std::size_t pages = (size + kPageSize - 1) >> kPageShift;
-  if (cache != nullptr) ++cache->spans_taken;
   if (sampling_point_in(size)) {  // page heap requests count their own bytes
     if (void* block = allocate_sampled(size, 0, pages << kPageShift, size, site)) return block;
   }
@@ -515,7 +517,7 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
   if (cache == nullptr) {
     ensure_initialized();
     if (++t_young_allocations <= kYoungAllocations || g_options.check) {
-      if (class_size(cls) > kPagedWhileQuiet && !g_options.check) return allocate_paged_block(nullptr, size, site);
+      if (class_size(cls) > kOwnSpanOver && !g_options.check) return allocate_paged_block(size, site);
       return allocate_from_central(cls, size, site, alignment);
     }
     cache = create_cache();
@@ -528,8 +530,10 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     std::size_t block_size = class_size(cls);
     if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
   }
-  if (class_size(cls) > kPagedWhileQuiet && cache->spans_taken < kPagedSpans)
-    return allocate_paged_block(cache, size, site);
+  if (class_size(cls) > kOwnSpanOver && cache->paged_requests[cls] < kPagedRequests) {
+    ++cache->paged_requests[cls];
+    return allocate_paged_block(size, site);
+  }
   if (--cache->slow_until_housekeeping < 0) {
     cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
     housekeeping(cache);
@@ -627,6 +631,7 @@ ThreadCache* create_cache() noexcept {
   cache->kept_empty_bytes = 0;
   cache->next_scavenge_ns = 0;
   cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
+  for (std::uint8_t& asked : cache->paged_requests) asked = 0;
   if (cache->scavenge_epoch == 0) cache->scavenge_epoch = 1;  // spans unused for a whole epoch give pages back
   cache->sample_pending[0] = cache->sample_pending[1] = 0;
   t_live_cache = cache;

@@ -96,6 +96,7 @@ class alignas(4096) ThreadCache {
   std::uint64_t next_surplus_check_ns = 0;
   std::uint32_t scavenge_epoch = 0;  // 1 + scavenges so far (set at creation: the static caches stay in .bss)
   std::uint32_t spans_taken = 0;     // from the page heap or the central cache since this thread began
+  std::uint8_t paged_requests[kNumClasses] = {};  // blocks over 2 KiB served as spans of their own, per class
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its list runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse

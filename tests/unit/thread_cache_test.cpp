@@ -349,7 +349,7 @@ TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
   strata_option_set(STRATA_OPTION_DECAY_MS, decay_before);
 }
 
-TEST(ThreadCache, LargerBlocksOfAQuietThreadAreSpansOfTheirOwnUntilItIsBusy) {
+TEST(ThreadCache, LargerBlocksAreSpansOfTheirOwnUntilTheThreadKeepsAskingForTheirClass) {
   std::thread([] {
     void* young = strata_malloc(3000);
     EXPECT_EQ(g_page_map.lookup(young)->state, SpanState::kLarge) << "a young thread's 3000 B block";
@@ -357,18 +357,24 @@ TEST(ThreadCache, LargerBlocksOfAQuietThreadAreSpansOfTheirOwnUntilItIsBusy) {
     for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
     ThreadCache* cache = current_cache(false);
     ASSERT_NE(cache, nullptr);
-    void* quiet = strata_malloc(3000);
-    Span* span = g_page_map.lookup(quiet);
+    const std::size_t cls = size_to_class(3000);
+    void* first = strata_malloc(3000);
+    Span* span = g_page_map.lookup(first);
     EXPECT_EQ(span->state, SpanState::kLarge) << "freed, its pages serve any size";
     EXPECT_EQ(span->page_count, 1u);
+    EXPECT_EQ(cache->current[cls], nullptr) << "no span of the class yet";
     void* small = strata_malloc(2000);
-    EXPECT_EQ(g_page_map.lookup(small)->state, SpanState::kSmall) << "2 KiB and less: classes";
-    strata_free(quiet);
+    EXPECT_EQ(g_page_map.lookup(small)->state, SpanState::kSmall) << "2 KiB and less: classes at once";
+    strata_free(first);
     strata_free(small);
-    // Each such block counts as a span taken: a thread that keeps asking is busy soon.
+    // A class the thread keeps asking for gets its span.
     std::vector<void*> blocks;
-    for (int i = 0; i < 300; ++i) blocks.push_back(strata_malloc(3000));
-    EXPECT_EQ(g_page_map.lookup(blocks.back())->state, SpanState::kSmall) << "a busy thread gets the class";
+    for (int i = 0; i < 40; ++i) blocks.push_back(strata_malloc(3000));
+    EXPECT_EQ(g_page_map.lookup(blocks.back())->state, SpanState::kSmall) << "the 40th block of the class";
+    EXPECT_NE(cache->current[cls], nullptr);
+    void* other = strata_malloc(5000);
+    EXPECT_EQ(g_page_map.lookup(other)->state, SpanState::kLarge) << "another class starts over";
+    strata_free(other);
     for (void* b : blocks) strata_free(b);
   }).join();
 }
