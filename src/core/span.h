@@ -17,9 +17,10 @@
 // sharding, as in mimalloc): its own `free_list` (blocks freed since the
 // owner last took the list), its owner's allocation list for the class (a
 // list the owner took from this span, frontend/thread_cache.h), the
-// never-used range [carve_next, carve_end) (whose start may be blocks freed
-// before the span last emptied, up to `marked_end`), or a parked unit (pages given
-// back to the OS while the span holds live blocks, core/span_blocks.h).
+// never-used range [carve_next, carve_end) (which may start with blocks
+// freed before the span last emptied, up to `marked_end`), or a parked unit
+// (pages given back to the OS while the span holds live blocks,
+// core/span_blocks.h).
 //
 // Counting invariant (the one the tests check):
 //   allocated + (blocks on free_list) + (uncarved) + (parked) == capacity
@@ -62,7 +63,7 @@ struct Span {
   // page heap registry of small spans (statistics walk it)
   Span* small_next = nullptr;
   Span* small_prev = nullptr;
-  std::uint64_t idle_since = 0;    // the central cache's kept empty span: when it became empty (owners age theirs by used_epoch)
+  std::uint64_t idle_since = 0;    // a kept empty span (thread's or central's): when it became empty
 
   // --- line 2: owner-only, written by the free fast path and refills -------
   alignas(64) void* free_list = nullptr;  // blocks freed to this span, encoded links

@@ -111,28 +111,30 @@ inline void sleep_span(Span* span) noexcept {
 // An awake span whose blocks all came back, kept for reuse by the central
 // cache or holding parked units (a thread's other empty spans are recycled,
 // below): checked for a block still in use (as verify_empty_span) and its
-// free list laid out again in address order in the same pass, so that its next allocation lists do
-// not follow the order of the frees (after a burst of frees in random order
-// that order is random, and every malloc would wait for a cache miss to
-// read the next link). One pass over the span's carved blocks, which the
-// check reads anyway.
+// free list laid out again in address order in the same pass, so that its
+// next allocation lists do not follow the order of the frees (after a burst
+// of frees in random order that order is random, and every malloc would
+// wait for a cache miss to read the next link). One pass over the span's
+// carved blocks, which the check reads anyway.
 void relist_empty_span(Span* span, std::uintptr_t key) noexcept;
 
 // An awake span whose blocks all came back, kept by its owner for reuse:
 // starts over as never-used memory without a walk (carving lays its blocks
 // out again in address order when the span serves again, in one pass just
-// before malloc reads them). Its blocks keep the free mark their free wrote, and carving does
-// not write it again below `marked_end`, so a block still in use (some other
-// block of the span was freed twice) fails malloc's mark check when it is
-// carved, instead of the walk relist_empty_span does at once. That walk
-// touched every block of the span a second time, between its free and its
-// next malloc, long before the malloc (large bursts: another cache miss).
-// A span with parked units is relisted instead (its blocks are not all marked).
+// before malloc reads them). Its blocks keep the free mark their free
+// wrote, and carving does not write it again below `marked_end`, so a
+// block still in use (some other block of the span was freed twice) fails
+// malloc's mark check when it is carved, instead of the walk
+// relist_empty_span does at once. That walk touched every block of the
+// span a second time, between its free and its next malloc, long before
+// the malloc (large bursts: another cache miss). A span with parked units
+// is relisted instead (its blocks are not all marked).
 void recycle_empty_span(Span* span, std::uintptr_t key) noexcept;
 
-// Before recycled blocks are treated as never used (parked, or the span
-// leaves its class or its owner): checks that each still holds its mark,
-// then forgets them (carving will mark them again).
+// Before recycled blocks are treated as never used (parking gives never-used
+// pages back without looking at them): checks that each still holds its
+// mark, then forgets them (carving will mark them again). A span that leaves
+// its owner or its class is checked whole instead (verify_empty_span).
 void forget_recycled_marks(Span* span, std::uintptr_t key) noexcept;
 
 [[noreturn]] void report_block_in_use_of_empty_span(const void* block) noexcept;
@@ -141,9 +143,9 @@ void forget_recycled_marks(Span* span, std::uintptr_t key) noexcept;
 void format_small_span(Span* span, std::size_t cls) noexcept;
 
 // A span whose counts say every block came back: the first block ever
-// carved (recycled ones included) without the free mark, or nullptr. One without it is still in use, so
-// some other block was freed twice (the check of core/free_list.h for
-// frees that never reach a malloc). Skips parked units. A read of the
+// carved (recycled ones included) without the free mark, or nullptr. One
+// without it is still in use, so some other block was freed twice (the
+// check of core/free_list.h for frees that never reach a malloc). Skips parked units. A read of the
 // span's blocks in address order; only when a span empties.
 const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept;
 
