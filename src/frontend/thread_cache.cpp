@@ -131,7 +131,16 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
 }
 
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
-  if (Span* span = cache->partial[cls].pop()) {
+  SpanList& partial = cache->partial[cls];
+  if (!partial.empty()) {
+    // Spans with live blocks first (the front); among the empty ones kept
+    // at the back, the one emptied last: its blocks are the likeliest to
+    // be in the caches, and the oldest age out (release_idle_surplus). The
+    // first emptied would cycle a small working set through every span a
+    // burst left (1 KiB blocks, 100 at a time after a burst of 100,000:
+    // 18.6 against 10.5 ns per pair).
+    Span* span = partial.head->kept_empty ? partial.tail : partial.head;
+    partial.remove(span);
     unkeep(cache, span);
     return span;
   }
@@ -333,8 +342,9 @@ namespace {
 // span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
   ++cache->stats.remote_received;
-  Span* span = g_page_map.lookup(block);
-  if (g_page_map.owner_tag(block) != owner_tag_for(cache)) return remote_free(cache, block, span);
+  const PageMap::Entry& entry = g_page_map.entry(block);  // one lookup for the tag and the span
+  Span* span = racy_load(entry.span);
+  if (racy_load(entry.owner_tag) != owner_tag_for(cache)) return remote_free(cache, block, span);
   // Freed by another thread: already free here? (The drain writes the block
   // now anyway and has asked for its line ahead, so reading its mark costs
   // little; the free fast path, whose blocks are often cold, does not read.)
@@ -566,7 +576,12 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
 
 void unmarked_free_block(void* block) noexcept { report_unmarked_free_block(block); }
 
-void deallocate_slow(void* block) noexcept {
+namespace {
+
+// Every other free that misses the fast path: NULL, large blocks, the
+// calling thread's young or dead state, blocks of unowned spans, checking
+// mode, and every kind of misuse.
+__attribute__((noinline)) void deallocate_general(void* block) noexcept {
   if (block == nullptr) return;
   Span* span = g_page_map.lookup(block);
   if (span == nullptr || !span->contains(block))
@@ -591,6 +606,29 @@ void deallocate_slow(void* block) noexcept {
     return free_owned(cache, span, block);
   }
   remote_free(cache, block, span);
+}
+
+}  // namespace
+
+void deallocate_slow(void* block) noexcept {
+  // The common case first: a block of a span another thread owns (its
+  // page's owner tag is set), freed by a thread with a cache. A set tag
+  // already says what deallocate_general establishes one check at a time
+  // (a span strata made, covering the block, small, owned by a thread);
+  // what is left to check is the state (a tag read while a double free
+  // races with the span's release) and the block's start.
+  ThreadCache* cache = t_cache;
+  const PageMap::Entry& entry = g_page_map.entry(block);
+  if (racy_load(entry.owner_tag) != 0 && cache->life == ThreadCache::Life::kAlive) {
+    Span* span = racy_load(entry.span);
+    std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
+                                                  static_cast<char*>(span->start()));
+    if (__builtin_expect(span->state == SpanState::kSmall && offset < span->bytes() &&
+                             is_block_start(offset, span->size_class),
+                         1))
+      return remote_free(cache, block, span);
+  }
+  return deallocate_general(block);
 }
 
 // --- thread life ------------------------------------------------------------------

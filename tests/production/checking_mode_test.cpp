@@ -84,7 +84,11 @@ TEST(DefaultMode, FreeOfAPointerStrataNeverReturned) {
 // An interior pointer into a block of the calling thread's own span passes
 // the fast path's ownership test; only checking mode catches that one
 // (docs/reliability.md). Into any other span, the slow path catches it.
-TEST(DefaultMode, FreeOfAnInteriorPointer) { expect_default_report("interior", "interior pointer"); }
+TEST(DefaultMode, FreeOfAnInteriorPointer) {
+  expect_default_report("interior", "interior pointer");
+  // Both threads busy: the free takes the remote free's short route.
+  expect_default_report("busy-interior-remote", "interior pointer");
+}
 TEST(DefaultMode, ReportNamesTheSizeClass) {
   Outcome o = run(MISUSE_PROGRAM, {"busy-double-free"}, {});
   EXPECT_NE(o.output.find("size class"), std::string::npos) << o.output;

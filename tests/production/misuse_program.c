@@ -15,6 +15,18 @@ static void* free_in_thread(void* arg) {
   return NULL;
 }
 
+static void become_busy(void);
+
+/* A thread with a cache of its own frees an interior pointer into a block
+ * of another thread's span: the remote free's short route (the page's
+ * owner tag names the other thread) must still check the block's start. */
+static void* free_interior_in_busy_thread(void* arg) {
+  (void)arg;
+  become_busy();
+  free((char*)block_for_thread + 16);
+  return NULL;
+}
+
 /* A thread that allocates this much gets a cache of its own (frees of its
  * blocks then take the fast path, where the free mark is checked). */
 static void become_busy(void) {
@@ -57,6 +69,11 @@ int main(int argc, char** argv) {
     free(not_from_malloc);
   } else if (strcmp(what, "interior") == 0) {
     free(p + 16);
+  } else if (strcmp(what, "interior-remote") == 0) {
+    block_for_thread = p;
+    pthread_t t;
+    pthread_create(&t, NULL, free_interior_in_busy_thread, NULL);
+    pthread_join(t, NULL);
   } else if (strcmp(what, "overflow") == 0) {
     memset(p, 0x41, 41);
     free(p);

@@ -349,6 +349,46 @@ TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
   strata_option_set(STRATA_OPTION_DECAY_MS, decay_before);
 }
 
+// After a burst left many empty spans, a small working set keeps coming
+// from the spans it emptied last (still in the caches), instead of cycling
+// through every span of the burst (each one cold again).
+TEST(ThreadCache, ASmallWorkingSetAfterABurstKeepsReusingTheSameSpans) {
+  std::thread([] {
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    std::vector<void*> blocks;
+    for (int i = 0; i < 4096; ++i) blocks.push_back(strata_malloc(1024));  // 4 MiB
+    for (void* b : blocks) strata_free(b);
+    blocks.clear();
+    ASSERT_GT(cache->kept_empty_bytes, std::size_t{1} << 20) << "the burst left kept empty spans";
+    auto spans_of_a_round = [&blocks] {
+      std::vector<Span*> spans;
+      for (int i = 0; i < 200; ++i) {
+        blocks.push_back(strata_malloc(1024));
+        spans.push_back(g_page_map.lookup(blocks.back()));
+      }
+      for (void* b : blocks) strata_free(b);
+      blocks.clear();
+      std::sort(spans.begin(), spans.end());
+      spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+      return spans;
+    };
+    // Over 20 rounds the rounds use few spans beyond one round's (the span
+    // the burst was carving, a current span that changes); taking the span
+    // emptied first would bring in about one round's worth of new ones each
+    // round (the burst left about 20 rounds' worth).
+    const std::size_t one_round = spans_of_a_round().size();
+    std::vector<Span*> all;
+    for (int round = 1; round < 20; ++round)
+      for (Span* span : spans_of_a_round()) all.push_back(span);
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    EXPECT_LE(all.size(), 2 * one_round) << "one round uses " << one_round << " spans";
+    expect_counts_add_up(cache);
+  }).join();
+}
+
 TEST(ThreadCache, LargerBlocksAreSpansOfTheirOwnUntilTheThreadKeepsAskingForTheirClass) {
   std::thread([] {
     void* young = strata_malloc(3000);
