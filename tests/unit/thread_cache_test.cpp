@@ -172,9 +172,23 @@ TEST(ThreadCache, PagesWithoutLiveBlocksGoBackFromPartlyUsedSpans) {
     std::size_t released = strata_release_free_memory();
     EXPECT_GT(cache->stats.parked_bytes, before) << "whole free pages of partly used spans went back";
     EXPECT_GT(released, std::size_t{8} << 20);
+    // The process statistic counts parked units; the thread's counter also
+    // counts never-used tails given back (park_free_units), which are not
+    // units: compare with the units of this thread's spans.
+    std::uint64_t units_bytes = 0;
+    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+      auto add = [&](const Span* s) {
+        units_bytes += static_cast<std::uint64_t>(__builtin_popcountll(s->parked_units)) << s->unit_shift;
+      };
+      if (cache->current[cls]) add(cache->current[cls]);
+      for (Span* s = cache->partial[cls].head; s; s = s->next) add(s);
+    }
+    for (Span* s = cache->sleeping.head; s; s = s->next)
+      units_bytes += static_cast<std::uint64_t>(__builtin_popcountll(s->parked_units)) << s->unit_shift;
+    EXPECT_GT(units_bytes, 0u);
     strata_stats_t stats;
     strata_stats(&stats);
-    EXPECT_GE(stats.parked_bytes, cache->stats.parked_bytes - before);
+    EXPECT_GE(stats.parked_bytes, units_bytes);
     expect_counts_add_up(cache);
     // The live blocks are intact, and the parked memory serves again.
     for (std::size_t i = 0; i < live.size(); ++i) EXPECT_NE(g_page_map.lookup(live[i]), nullptr);
@@ -196,16 +210,21 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
   std::vector<void*> blocks(kBlocks);
   std::atomic<int> stage{0};
   ThreadCache* owner_cache = nullptr;
+  std::uint64_t owned = 0;
   std::thread owner([&] {
     owner_cache = current_cache();
     for (int i = 0; i < kBlocks; ++i) blocks[i] = strata_malloc(64);
+    // Heap profiling may have sampled a block: a span of its own, no owner
+    // (its free is not remote). Every other block is in one of our spans.
+    for (void* b : blocks)
+      if (g_page_map.owner_tag(b) == reinterpret_cast<std::uintptr_t>(owner_cache)) ++owned;
     stage = 1;
     while (stage.load() != 2) std::this_thread::yield();
     // Running dry drains the inbox: the blocks freed over there come back.
     std::uint64_t received_before = owner_cache->stats.remote_received;
     std::vector<void*> again;
     for (int i = 0; i < kBlocks; ++i) again.push_back(strata_malloc(64));
-    EXPECT_EQ(owner_cache->stats.remote_received - received_before, std::uint64_t{kBlocks});
+    EXPECT_EQ(owner_cache->stats.remote_received - received_before, owned);
     expect_counts_add_up(owner_cache);
     for (void* b : again) strata_free(b);
   });
@@ -213,16 +232,14 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
   std::thread freer([&] {
     ThreadCache* mine = current_cache();
     std::uint64_t sent_before = mine->stats.batches_sent;
-    for (void* b : blocks) {
-      ASSERT_EQ(g_page_map.owner_tag(b), reinterpret_cast<std::uintptr_t>(owner_cache));
-      strata_free(b);
-    }
+    ASSERT_GE(owned, std::uint64_t{kBlocks} - 8) << "at most a few sampled blocks";
+    for (void* b : blocks) strata_free(b);
     flush_outbox(mine);
     std::uint64_t batches = mine->stats.batches_sent - sent_before;
-    EXPECT_GE(mine->stats.remote_frees, std::uint64_t{kBlocks});
+    EXPECT_GE(mine->stats.remote_frees, owned);
     // One atomic push per batch of (up to) 64 blocks, not one per block.
-    EXPECT_LE(batches, std::uint64_t{kBlocks} / 64 + 1);
-    EXPECT_GE(batches, std::uint64_t{kBlocks} / 64 - 1);
+    EXPECT_LE(batches, owned / 64 + 1);
+    EXPECT_GE(batches, owned / 64 - 1);
   });
   freer.join();
   stage = 2;
