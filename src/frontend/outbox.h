@@ -24,15 +24,15 @@ inline bool is_central(Destination d) noexcept { return (d & 1) != 0; }
 struct OutboxSlot {
   Destination destination = 0;
   Parcel* parcel = nullptr;
-  std::size_t bytes = 0;
 };
 
 struct Outbox {
   static constexpr std::size_t kSlots = 32;
-  // A parcel leaves when it is full (Parcel::kCapacity) or holds
-  // kBatchBytes; the total bound caps what a thread may hold back from the
-  // rest of the process.
-  static constexpr std::size_t kBatchBytes = std::size_t{256} << 10;
+  // A parcel leaves when it is full (Parcel::kCapacity); all of them leave
+  // when the outbox would hold kTotalBytes, which caps what a thread may
+  // hold back from the rest of the process. (A per-parcel byte bound, 256
+  // KiB, cost two more additions and a compare on every remote free and
+  // bounded nothing the total does not.)
   static constexpr std::size_t kTotalBytes = std::size_t{1} << 20;
 
   OutboxSlot slots[kSlots];

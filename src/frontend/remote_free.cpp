@@ -31,10 +31,13 @@ void free_to_central(ThreadCache* cache, Destination destination, void** blocks,
 
 void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
   Parcel* parcel = slot.parcel;
-  for (std::uint32_t i = 0; i < parcel->count; ++i) --cache->outbox.pending_blocks[parcel->classes[i]];
-  cache->outbox.pending_bytes -= slot.bytes;
+  std::size_t bytes = 0;
+  for (std::uint32_t i = 0; i < parcel->count; ++i) {
+    --cache->outbox.pending_blocks[parcel->classes[i]];
+    bytes += class_size(parcel->classes[i]);
+  }
+  cache->outbox.pending_bytes -= bytes;
   slot.parcel = nullptr;
-  slot.bytes = 0;
   deliver(cache, slot.destination, parcel);
 }
 
@@ -56,9 +59,7 @@ void add_to_parcel(Outbox& outbox, OutboxSlot& slot, void* block, std::size_t cl
   parcel.blocks[parcel.count] = block;
   ++parcel.count;
   ++outbox.pending_blocks[cls];
-  std::size_t size = class_size(cls);
-  slot.bytes += size;
-  outbox.pending_bytes += size;
+  outbox.pending_bytes += class_size(cls);
 }
 
 }  // namespace
@@ -100,7 +101,7 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
   }
   std::size_t cls = span->size_class;
   add_to_parcel(outbox, slot, block, cls);
-  if (slot.parcel->count == Parcel::kCapacity || slot.bytes >= Outbox::kBatchBytes)
+  if (slot.parcel->count == Parcel::kCapacity)
     send_slot(cache, slot);
   else if (outbox.pending_bytes >= Outbox::kTotalBytes)
     flush_outbox(cache);
@@ -110,17 +111,17 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
 
 // The common case, kept short (no call, so no registers to save): the slot
 // already holds a parcel for this destination, and this block neither
-// fills it nor reaches a byte bound. Anything else takes remote_free_slow.
+// fills it nor takes the outbox to its byte bound. Anything else takes
+// remote_free_slow.
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   Destination destination = destination_of(span);
   if (cache != nullptr) {
     Outbox& outbox = cache->outbox;
     OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
     std::size_t cls = span->size_class;
-    std::size_t size = class_size(cls);
     if (slot.parcel != nullptr && slot.destination == destination &&
-        slot.parcel->count + 1 < Parcel::kCapacity && slot.bytes + size < Outbox::kBatchBytes &&
-        outbox.pending_bytes + size < Outbox::kTotalBytes) {
+        slot.parcel->count + 1 < Parcel::kCapacity &&
+        outbox.pending_bytes + class_size(cls) < Outbox::kTotalBytes) {
       ++cache->stats.remote_frees;
       add_to_parcel(outbox, slot, block, cls);
       return;

@@ -3,7 +3,7 @@
 // A block freed by a thread that does not own its span is added to the
 // freeing thread's outbox, in the parcel for the span's owner (an array of
 // pointers: the block itself is not written). A parcel leaves when it holds
-// 64 blocks or 256 KiB, when its slot is needed for another destination,
+// 64 blocks, when its slot is needed for another destination,
 // when the outbox holds 1 MiB, or when the thread reaches a slow allocation
 // path or exits. Leaving costs one CAS on the owner's inbox (or one lock
 // acquisition for a span the central cache owns). The owner drains its inbox
