@@ -342,9 +342,9 @@ namespace {
 // span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
   ++cache->stats.remote_received;
-  const PageMap::Entry& entry = g_page_map.entry(block);  // one lookup for the tag and the span
-  Span* span = racy_load(entry.span);
-  if (racy_load(entry.owner_tag) != owner_tag_for(cache)) return remote_free(cache, block, span);
+  PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
+  Span* span = entry.span();
+  if (entry.owner_tag() != owner_tag_for(cache)) return remote_free(cache, block, span);
   // Freed by another thread: already free here? (The drain writes the block
   // now anyway and has asked for its line ahead, so reading its mark costs
   // little; the free fast path, whose blocks are often cold, does not read.)
@@ -618,9 +618,9 @@ void deallocate_slow(void* block) noexcept {
   // what is left to check is the state (a tag read while a double free
   // races with the span's release) and the block's start.
   ThreadCache* cache = t_cache;
-  const PageMap::Entry& entry = g_page_map.entry(block);
-  if (racy_load(entry.owner_tag) != 0 && cache->life == ThreadCache::Life::kAlive) {
-    Span* span = racy_load(entry.span);
+  PageMap::EntryRef entry = g_page_map.entry_ref(block);
+  if (entry.owner_tag() != 0 && cache->life == ThreadCache::Life::kAlive) {
+    Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                   static_cast<char*>(span->start()));
     if (__builtin_expect(span->state == SpanState::kSmall && offset < span->bytes() &&

@@ -15,7 +15,13 @@ static void* free_in_thread(void* arg) {
   return NULL;
 }
 
-static void become_busy(void);
+/* A thread that allocates this much gets a cache of its own (frees of its
+ * blocks then take the fast path, where the free mark is checked). */
+static void become_busy(void) {
+  static void* blocks[4096];
+  for (int i = 0; i < 4096; ++i) blocks[i] = malloc(40);
+  for (int i = 0; i < 4096; ++i) free(blocks[i]);
+}
 
 /* A thread with a cache of its own frees an interior pointer into a block
  * of another thread's span: the remote free's short route (the page's
@@ -25,14 +31,6 @@ static void* free_interior_in_busy_thread(void* arg) {
   become_busy();
   free((char*)block_for_thread + 16);
   return NULL;
-}
-
-/* A thread that allocates this much gets a cache of its own (frees of its
- * blocks then take the fast path, where the free mark is checked). */
-static void become_busy(void) {
-  static void* blocks[4096];
-  for (int i = 0; i < 4096; ++i) blocks[i] = malloc(40);
-  for (int i = 0; i < 4096; ++i) free(blocks[i]);
 }
 
 int main(int argc, char** argv) {

@@ -29,18 +29,30 @@ std::uint32_t listed_by_walk(const Span* span) {
   return n;
 }
 
+// Calls visit(span) for every span `cache` owns.
+template <class Visit>
+void for_each_owned_span(ThreadCache* cache, Visit&& visit) {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    if (cache->current[cls]) visit(cache->current[cls]);
+    for (Span* s = cache->partial[cls].head; s; s = s->next) visit(s);
+  }
+  for (Span* s = cache->sleeping.head; s; s = s->next) visit(s);
+}
+
 // The counting invariant of core/span.h for every span `cache` owns, with
 // the allocation lists counted as out of their spans.
 void expect_counts_add_up(ThreadCache* cache) {
-  auto check = [](const Span* span) {
+  for_each_owned_span(cache, [](const Span* span) {
     EXPECT_EQ(span_listed(span), listed_by_walk(span)) << "listed_mark tracks the list";
     EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
-  };
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    if (cache->current[cls]) check(cache->current[cls]);
-    for (Span* s = cache->partial[cls].head; s; s = s->next) check(s);
-  }
-  for (Span* s = cache->sleeping.head; s; s = s->next) check(s);
+  });
+}
+
+// The distinct spans of a list, in address order.
+std::vector<Span*> distinct(std::vector<Span*> spans) {
+  std::sort(spans.begin(), spans.end());
+  spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
+  return spans;
 }
 
 }  // namespace
@@ -176,15 +188,9 @@ TEST(ThreadCache, PagesWithoutLiveBlocksGoBackFromPartlyUsedSpans) {
     // counts never-used tails given back (park_free_units), which are not
     // units: compare with the units of this thread's spans.
     std::uint64_t units_bytes = 0;
-    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-      auto add = [&](const Span* s) {
-        units_bytes += static_cast<std::uint64_t>(__builtin_popcountll(s->parked_units)) << s->unit_shift;
-      };
-      if (cache->current[cls]) add(cache->current[cls]);
-      for (Span* s = cache->partial[cls].head; s; s = s->next) add(s);
-    }
-    for (Span* s = cache->sleeping.head; s; s = s->next)
+    for_each_owned_span(cache, [&](const Span* s) {
       units_bytes += static_cast<std::uint64_t>(__builtin_popcountll(s->parked_units)) << s->unit_shift;
+    });
     EXPECT_GT(units_bytes, 0u);
     strata_stats_t stats;
     strata_stats(&stats);
@@ -387,9 +393,7 @@ TEST(ThreadCache, ASmallWorkingSetAfterABurstKeepsReusingTheSameSpans) {
       }
       for (void* b : blocks) strata_free(b);
       blocks.clear();
-      std::sort(spans.begin(), spans.end());
-      spans.erase(std::unique(spans.begin(), spans.end()), spans.end());
-      return spans;
+      return distinct(spans);
     };
     // Over 20 rounds the rounds use few spans beyond one round's (the span
     // the burst was carving, a current span that changes); taking the span
@@ -399,9 +403,7 @@ TEST(ThreadCache, ASmallWorkingSetAfterABurstKeepsReusingTheSameSpans) {
     std::vector<Span*> all;
     for (int round = 1; round < 20; ++round)
       for (Span* span : spans_of_a_round()) all.push_back(span);
-    std::sort(all.begin(), all.end());
-    all.erase(std::unique(all.begin(), all.end()), all.end());
-    EXPECT_LE(all.size(), 2 * one_round) << "one round uses " << one_round << " spans";
+    EXPECT_LE(distinct(all).size(), 2 * one_round) << "one round uses " << one_round << " spans";
     expect_counts_add_up(cache);
   }).join();
 }
