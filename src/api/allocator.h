@@ -1,10 +1,11 @@
 // The allocator's entry points, shared by the C API (strata_*) and the
 // malloc/new overrides. The small-block paths read top to bottom:
 //
-//   allocate(size):  size <= 1 KiB ? pop the thread's allocation list
+//   allocate(size):  size <= 1 KiB ? the lowest bit of the thread's
+//                                    allocation word for the class
 //                                  : allocate_general (classes up to
 //                                    32 KiB, then a span from the page heap)
-//   release(block):  page map -> ours? push on the block's span's list
+//   release(block):  page map -> ours? set the block's bit in its span
 //                                    : deallocate_slow (remote, large, bad)
 //
 // Everything else (large, aligned, calloc, realloc) lives in
@@ -42,7 +43,7 @@ void* allocate_general(std::size_t size, CallSite site) noexcept;
 // see allocate_slow_from_entry).
 void* allocate_general_from_entry(std::size_t size) noexcept;
 
-// List offset (frontend/thread_cache.h) for every size up to 1 KiB, indexed
+// Word offset (frontend/thread_cache.h) for every size up to 1 KiB, indexed
 // by the size itself: 2 KiB of table buys two instructions off every malloc
 // (no rounding shift) and the fast path gets an address offset, not a class
 // to scale.
@@ -53,7 +54,7 @@ inline constexpr SmallOffsetTable kSmallOffsets = [] {
   SmallOffsetTable t{};
   for (std::size_t size = 0; size <= 1024; ++size)
     t.offset[size] = static_cast<std::uint16_t>(
-        list_offset(size_class_build::kTables.class_of_index[(size + 7) >> 3]));
+        word_offset(size_class_build::kTables.class_of_index[(size + 7) >> 3]));
   return t;
 }();
 
@@ -68,7 +69,7 @@ inline void* allocate(std::size_t size) noexcept {
 // slow function that takes the call site itself).
 inline void* allocate_inline(std::size_t size) noexcept {
   if (__builtin_expect(size >= racy_load(g_fast_size_limit), 0)) return nullptr;
-  return take_listed_block(kSmallOffsets.offset[size]);
+  return take_word_block(kSmallOffsets.offset[size]);
 }
 
 // The same for the slow entries, which already hold the program's call site.

@@ -43,7 +43,7 @@ static_assert(every_class_min_aligned() && kPageSize % kMinAlignment == 0, "bloc
 void* allocate_general(std::size_t size, CallSite site) noexcept {
   ensure_initialized();
   if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
-  if (size <= kMaxSmallSize) return allocate_at(size, list_offset(size_to_class(size)), site);
+  if (size <= kMaxSmallSize) return allocate_at(size, word_offset(size_to_class(size)), site);
   return allocate_large(size, site);
 }
 
@@ -75,7 +75,7 @@ void* allocate_aligned(std::size_t alignment, std::size_t size, CallSite site) n
   if (size > kMaxRequest || alignment > kMaxRequest) return out_of_memory();
   if (alignment <= kPageSize && size <= kMaxSmallSize) {
     if (std::size_t cls = aligned_size_to_class(size, alignment); cls != 0) {
-      void* block = allocate_at(size, list_offset(cls), site, alignment);
+      void* block = allocate_at(size, word_offset(cls), site, alignment);
       return block != nullptr ? block : out_of_memory();
     }
   }
@@ -95,7 +95,7 @@ void* allocate_zeroed(std::size_t count, std::size_t size, CallSite site) noexce
   std::size_t total;
   if (__builtin_mul_overflow(count, size, &total)) return out_of_memory();
   if (total <= kMaxSmallSize) {
-    void* block = allocate_at(total, list_offset(size_to_class(total)), site);
+    void* block = allocate_at(total, word_offset(size_to_class(total)), site);
     if (block == nullptr) return out_of_memory();
     std::memset(block, 0, total);
     return block;

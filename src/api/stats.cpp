@@ -27,9 +27,9 @@ T peek(const T& field) noexcept {
 
 struct Totals {
   std::uint64_t out[kNumClasses] = {};       // blocks out of spans (thread-owned and unowned)
-  std::uint64_t free[kNumClasses] = {};      // free blocks inside spans (lists, uncarved, parked)
+  std::uint64_t free[kNumClasses] = {};      // free blocks inside spans (their bits)
   std::uint64_t spans[kNumClasses] = {};
-  std::uint64_t cached[kNumClasses] = {};    // on allocation lists
+  std::uint64_t cached[kNumClasses] = {};    // on allocation words
   std::uint64_t transit[kNumClasses] = {};   // in outboxes and inboxes
   std::uint64_t parked_bytes = 0;
   std::uint64_t max_inbox_items = 0;         // see add_inbox
@@ -88,8 +88,7 @@ void add_cache(ThreadCache* cache, void* context) {
   totals->remote_frees += peek(cache->stats.remote_frees);
   totals->remote_batches += peek(cache->stats.batches_sent);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    std::int64_t avail = peek(cache->lists[cls].avail);
-    if (avail > 0) totals->cached[cls] += static_cast<std::uint64_t>(avail);
+    totals->cached[cls] += count_bits(peek(cache->words[cls].bits));
     totals->transit[cls] += peek(cache->outbox.pending_blocks[cls]);
   }
   add_inbox(cache->inbox, totals);

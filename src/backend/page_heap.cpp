@@ -414,10 +414,7 @@ void PageHeap::deallocate(Span* span, std::uint64_t free_since) noexcept {
   span->pages_zero = false;
   span->decommitted = false;
   span->countdown = 0;
-  span->free_list = nullptr;
-  span->carve_next = span->carve_end = 0;
   span->parked_units = 0;
-  span->parked_blocks = 0;
   insert_free_locked(span, free_since);
   after_change_locked();
 }

@@ -14,6 +14,12 @@ constinit CentralCache g_central[kNumClasses];
 
 void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
   format_small_span(span, cls);
+  // Checking mode: every block a span hands out is checked for the poison
+  // its free wrote (a write after free), so blocks never handed out carry
+  // it too.
+  if (g_options.check) {
+    for (std::uint32_t i = 0; i < span->capacity; ++i) poison_block(block_at(span, i), class_size(cls));
+  }
   set_owner(span, owner);
 }
 
@@ -44,30 +50,23 @@ void CentralCache::abandon(SpanList& spans) noexcept {
     }
   }
   while (Span* span = empty.pop()) {
-    verify_empty_span(span, g_list_key);
+    verify_empty_span(span);
     g_page_heap.deallocate(span);
   }
 }
 
 void CentralCache::return_block_locked(Span* span, void* block, SpanList& empty) noexcept {
-  if (has_free_mark(block, g_list_key) &&
-      (reinterpret_cast<std::uintptr_t>(block) >= span->carve_next || span_list_contains(span, block, g_list_key)))
-    report_misuse(block, "double free");
   bool was_full = !span_has_free_blocks(span);
   --blocks_out_;
-  bool emptied = push_block(span, block, g_list_key);
+  bool emptied = free_block(span, block);  // a bit set already: a double free, reported
   if (was_full) partial_.push(span);
   if (!emptied) return;
+  verify_empty_span(span);
   if (kept_empty_ == nullptr && span->page_count <= kMaxKeptPages) {
-    // Checking mode keeps the list as it is: a freed block comes back
-    // first, and its poison is checked then (a write after free).
-    if (!g_options.check) relist_empty_span(span, g_list_key);
-    else verify_empty_span(span, g_list_key);
     kept_empty_ = span;
     span->idle_since = monotonic_ns();
     return;
   }
-  verify_empty_span(span, g_list_key);
   partial_.remove(span);
   --spans_;
   empty.push(span);
@@ -92,26 +91,8 @@ std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept
   return forwarded;
 }
 
-void* CentralCache::take_one_locked(Span* span, std::size_t cls) noexcept {
-  if (span->free_list == nullptr && span->carve_next >= span->carve_end) unpark_blocks(span, g_list_key);
-  void* block;
-  if (span->free_list != nullptr) {
-    block = pop_free_block(span, g_list_key);
-    if (!has_free_mark(block, g_list_key) && STRATA_CHECK_DOUBLE_FREE && !g_options.check)
-      report_misuse(block, static_cast<FreeBlock*>(block)->free_mark == 0
-                               ? "double free (the block was handed out already and is on a free list again)"
-                               : "write after free (a free block's mark was overwritten)");
-  } else {
-    std::uint32_t n;
-    const bool recycled = span->carve_next < span->marked_end;
-    block = carve_blocks(span, 1, g_list_key, n);
-    if (recycled && STRATA_CHECK_DOUBLE_FREE && !has_free_mark(block, g_list_key))
-      report_block_in_use_of_empty_span(block);
-    // Checking mode: never-used blocks carry the free poison too, so that
-    // the poison check at allocation holds for every block.
-    if (g_options.check) poison_block(block, class_size(cls));
-  }
-  clear_free_mark(block);
+void* CentralCache::take_one_locked(Span* span) noexcept {
+  void* block = take_one_block(span);
   if (span == kept_empty_) kept_empty_ = nullptr;
   ++blocks_out_;
   return block;
@@ -121,7 +102,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
   {
     LockGuard guard(mutex_);
     if (Span* span = partial_.head) {
-      void* block = take_one_locked(span, cls);
+      void* block = take_one_locked(span);
       if (!span_has_free_blocks(span)) partial_.remove(span);
       return block;
     }
@@ -133,7 +114,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
   // thread could adopt it before this one takes its block.
   LockGuard guard(mutex_);
   ++spans_;
-  void* block = take_one_locked(span, cls);
+  void* block = take_one_locked(span);
   if (span_has_free_blocks(span)) partial_.push(span);
   return block;
 }
@@ -141,13 +122,13 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
 bool CentralCache::holds_free_block(Span* span, const void* block) noexcept {
   LockGuard guard(mutex_);
   if (span->owner.load(std::memory_order_relaxed) != nullptr) return false;
-  if (reinterpret_cast<std::uintptr_t>(block) >= span->carve_next) return true;  // never handed out
-  return span_list_contains(span, block, g_list_key);
+  return block_is_free(span, block);
 }
 
 std::size_t CentralCache::park_free_units() noexcept {
   Span* kept = nullptr;
   std::size_t released = 0;
+  if (g_options.check) return 0;  // checking mode keeps every free block's poison
   {
     LockGuard guard(mutex_);
     if ((kept = kept_empty_) != nullptr) {
@@ -156,7 +137,7 @@ std::size_t CentralCache::park_free_units() noexcept {
       --spans_;
     }
     for (Span* span = partial_.head; span != nullptr; span = span->next)
-      released += detail::park_free_units(span, g_list_key);
+      released += detail::park_free_units(span);
   }
   if (kept != nullptr) g_page_heap.deallocate(kept);
   return released;

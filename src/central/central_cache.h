@@ -51,7 +51,7 @@ class CentralCache {
   // nullptr when the OS refuses memory.
   void* allocate_one(std::size_t cls) noexcept;
 
-  // Is `block` on the free list of `span`, an unowned span of this class?
+  // Is `block` free in `span`, an unowned span of this class?
   // (Checking mode's double-free confirmation.)
   bool holds_free_block(Span* span, const void* block) noexcept;
 
@@ -67,9 +67,9 @@ class CentralCache {
   Mutex& mutex() noexcept { return mutex_; }
 
  private:
-  // Takes one block out of an unowned span of this class (its list, else a
-  // never-used one). Caller holds mutex_.
-  void* take_one_locked(Span* span, std::size_t cls) noexcept;
+  // Takes the lowest free block out of an unowned span of this class.
+  // Caller holds mutex_.
+  void* take_one_locked(Span* span) noexcept;
 
   // Files a block back into its unowned span; the span goes to `empty` when
   // every block came back. Caller holds mutex_.

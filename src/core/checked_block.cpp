@@ -23,15 +23,14 @@ std::uint64_t* checked_trailer(void* block, std::size_t usable) noexcept {
 std::uint64_t checked_trailer_key() noexcept { return g_list_key * 0x9e3779b97f4a7c15ull; }
 
 void poison_block(void* block, std::size_t block_size) noexcept {
-  if (block_size <= sizeof(FreeBlock)) return;
   std::size_t end = block_size < kPoisonLimit ? block_size : kPoisonLimit;
-  std::memset(static_cast<char*>(block) + sizeof(FreeBlock), kPoison, end - sizeof(FreeBlock));
+  std::memset(block, kPoison, end);
 }
 
 bool poison_intact(const void* block, std::size_t block_size) noexcept {
   std::size_t end = block_size < kPoisonLimit ? block_size : kPoisonLimit;
   auto* bytes = static_cast<const unsigned char*>(block);
-  for (std::size_t i = sizeof(FreeBlock); i < end; ++i)
+  for (std::size_t i = 0; i < end; ++i)
     if (bytes[i] != kPoison) return false;
   return true;
 }

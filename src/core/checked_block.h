@@ -7,7 +7,7 @@
 //
 //   [ program's bytes | canary ... | size ^ secret ]
 //
-// A free block is poisoned (0xdf after its link and mark words, up to 256
+// A free block is poisoned (0xdf over its first 256
 // bytes); the poison is checked when the block is handed out again (a write
 // after free).
 #pragma once

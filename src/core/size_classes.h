@@ -1,10 +1,9 @@
-// Size classes: which block size serves a request, how big the span cut into
-// that class is, and how many objects move between tiers at once.
+// Size classes: which block size serves a request, and how big the span cut
+// into that class is.
 //
 // The table (docs/design.md has it in full):
-//   16, 32, 48, ..., 128               (16-byte steps; no 8-byte class: every
-//                                       free block has room for its link and
-//                                       the double-free mark, core/free_list.h)
+//   16, 32, 48, ..., 128               (16-byte steps; no 8-byte class: glibc's
+//                                       16-byte alignment, which programs rely on)
 //   then 8 classes per power of two:    128 < s <= 256 in 16 B steps, ...,
 //                                       16 KiB < s <= 32 KiB in 2 KiB steps
 // so the waste above 128 B is below 12.5 %, every block is 16-aligned, and
@@ -28,7 +27,6 @@ inline constexpr std::size_t kNumClasses = 73;  // class 0 = "not a small class"
 struct SizeClassInfo {
   std::uint32_t size;          // block size in bytes
   std::uint32_t span_pages;    // pages per span of this class
-  std::uint32_t batch;         // objects moved per refill/release (seed 004's idea)
   std::uint32_t span_objects;  // blocks per span
   std::uint32_t wake_frees;    // frees that make a full span worth using again
   std::uint64_t reciprocal;    // ceil(2^32 / size): offset / size without a division
@@ -46,11 +44,6 @@ struct Tables {
   std::array<std::uint8_t, kIndexCount> class_of_index{};
   std::size_t count = 0;
 };
-
-constexpr std::uint32_t batch_for(std::size_t size) noexcept {
-  std::size_t n = 8192 / size;
-  return static_cast<std::uint32_t>(n < 2 ? 2 : (n > 128 ? 128 : n));
-}
 
 constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
   // Aim at 16 objects (at most 1 MiB), then grow until the tail left over
@@ -78,7 +71,7 @@ constexpr Tables build() noexcept {
     ++t.count;
     std::uint32_t pages = span_pages_for(size);
     std::uint32_t objects = static_cast<std::uint32_t>(pages * kPageSize / size);
-    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, batch_for(size), objects,
+    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, objects,
                                     wake_frees_for(objects), ((std::uint64_t{1} << 32) + size - 1) / size};
   };
   for (std::size_t s = 16; s <= 128; s += 16) add(s);

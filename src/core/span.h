@@ -7,27 +7,26 @@
 //   kLarge  one block (a request over kMaxSmallSize, or an over-aligned one).
 //
 // A small span has exactly one owner at a time (the `owner` field):
-//   a ThreadCache  - only that thread touches the span's free list and counts;
+//   a ThreadCache  - only that thread touches the span's free bits and counts;
 //   nullptr        - the central cache of its class owns it; its fields are
 //                    touched only under that class's lock.
 // Other threads that free a block of the span never touch the span: they send
 // the block to the owner (frontend/remote_free.h).
 //
-// Free blocks of a small span are in exactly one of four places (free-list
-// sharding, as in mimalloc): its own `free_list` (blocks freed since the
-// owner last took the list), its owner's allocation list for the class (a
-// list the owner took from this span, frontend/thread_cache.h), the
-// never-used range [carve_next, carve_end) (which may start with blocks
-// freed before the span last emptied, up to `marked_end`), or a parked unit
-// (pages given back to the OS while the span holds live blocks,
-// core/span_blocks.h).
+// Free blocks of a small span are bits, not lists: bit i of `free_bits` is
+// set while block i is free and on the span (out-of-band metadata, as in
+// jemalloc's slabs). Neither malloc nor free ever writes into a block, so
+// blocks the program never wrote cost no memory, a freed block's line is
+// never touched again by the allocator, and a heap overflow cannot reach
+// the allocator's metadata. A free block is in exactly one of two places:
+// the span's bits, or its owner's allocation word for the class (a word of
+// bits the owner took from the span, frontend/thread_cache.h).
 //
-// Counting invariant (the one the tests check):
-//   allocated + (blocks on free_list) + (uncarved) + (parked) == capacity
-// where `allocated` counts blocks out of the span: in use by the program, on
-// the owner's allocation list, or travelling back to the owner. The free
-// fast path keeps only `countdown` (see below); span_blocks.h derives the
-// rest.
+// Counting invariant (the one the tests check), for an awake span:
+//   countdown (blocks out) + popcount(free_bits) == capacity
+// where "out" means in use by the program, on the owner's allocation word,
+// or travelling back to the owner. A sleeping span counts frees until it
+// wakes instead (below).
 #pragma once
 
 #include <atomic>
@@ -41,12 +40,17 @@ namespace strata::detail {
 class ThreadCache;
 struct Sample;
 
+// Words of free bits per span: one bit per block of the class with the most
+// blocks per span (16-byte blocks in one page).
+inline constexpr std::size_t kFreeWords = kPageSize / 16 / 64;
+
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
-// Three cache lines: what threads that free a block of the span read (the
-// first), what the owner writes on every free and refill (the second: a
-// remote sender reading the first line never contends with the owner's
-// writes), and the page heap's bookkeeping (the third).
+// Four cache lines: what threads that free a block of the span read (the
+// first), what the owner writes on every free and refill (the second, with
+// the rest of the free bits in the third: a remote sender reading the first
+// line never contends with the owner's writes), and the page heap's
+// bookkeeping (the fourth).
 struct Span {
   // --- line 1: read by every slow free, remote senders included ----------
   std::atomic<ThreadCache*> owner{nullptr};
@@ -65,35 +69,34 @@ struct Span {
   Span* small_prev = nullptr;
   std::uint64_t idle_since = 0;    // a kept empty span (thread's or central's): when it became empty
 
-  // --- line 2: owner-only, written by the free fast path and refills -------
-  alignas(64) void* free_list = nullptr;  // blocks freed to this span, encoded links
+  // --- line 2 (and the start of 3): owner-only, read and written by the
+  // free fast path: the count, where block 0 starts, the reciprocal that
+  // turns an offset into a block index, and the bits ----------------------
   // Frees until the owner must look at the span again (the fast path's
   // `--countdown == 0` test). Awake span: the number of blocks out
-  // (`allocated`), so 0 means every block came back. Sleeping span (full
-  // when its owner last looked): frees still to come before it is worth
-  // waking (SizeClassInfo::wake_frees). One counter serves both events, as
-  // snmalloc's "needed" count does.
-  std::uint32_t countdown = 0;
-  // free_list holds `listed_mark - allocated` blocks while the span is awake
-  // (a free moves a block from `allocated` to the list without touching
-  // the mark; taking the list or carving moves the mark).
-  std::uint32_t listed_mark = 0;
-  std::uintptr_t carve_next = 0;   // first never-used block (lazy carving)
-  std::uintptr_t carve_end = 0;    // end of the last whole block
-  std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back
-  std::uint32_t parked_blocks = 0; // blocks overlapping parked units
-  std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation list
-  // Blocks in [carve_next, marked_end) were freed before the span last
-  // emptied and still hold the free mark: carving relinks them without
-  // marking them again, so malloc's mark check still stops a block that was
-  // never freed (core/span_blocks.h, recycle_empty_span).
-  std::uintptr_t marked_end = 0;
-  bool sleeping = false;           // full and unlisted until countdown reaches 0
+  // (`allocated`), so 0 means every block came back. Sleeping span (too few
+  // free blocks when its owner last looked): frees still to come before it
+  // is worth waking (SizeClassInfo::wake_frees). One counter serves both
+  // events, as snmalloc's "needed" count does.
+  alignas(64) std::uint32_t countdown = 0;
+  bool sleeping = false;           // nearly full and unlisted until countdown reaches 0
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
-  bool tail_released = false;      // never-used pages past carve_next given back
   std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
+  std::uintptr_t block_base = 0;   // == start(): the free path reads one line, not two
+  // ceil(2^32 / block size) << 26: one 64x64->128 multiply of a block's
+  // offset gives its word (high half) and its bit (top 6 bits of the low
+  // half), core/span_blocks.h.
+  std::uint64_t index_multiplier = 0;
+  // Bit i: block i is free and here. 512 bits (a one-page span of 16-byte
+  // blocks); the first five words share the line with the fields above, so
+  // every class of at most 320 blocks per span (all but 16 B) touches one
+  // line per free.
+  std::uint64_t free_bits[kFreeWords] = {};
+  std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back (all its blocks free)
+  std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation word
+  std::uint32_t fresh_from = 0;    // blocks from this index on were never handed out (formatting resets it)
 
-  // --- line 3: lists and the page heap's free structures -----------------
+  // --- line 4: lists and the page heap's free structures -----------------
   // list links: page heap bucket, central partial list, owner's lists
   alignas(64) Span* next = nullptr;
   Span* prev = nullptr;

@@ -1,67 +1,157 @@
-// The blocks of a small span: how they leave it (a whole free list taken at
-// once, or a run carved from never-used memory) and how they come back (one
-// push each). Only the span's owner calls these (a thread, or the holder of
-// the class's central lock for an unowned span).
+// The blocks of a small span, as bits: how they leave it (a whole word of
+// bits taken at once by the owner's refill, or one block for the central
+// cache) and how they come back (one bit set each). Only the span's owner
+// calls these (a thread, or the holder of the class's central lock for an
+// unowned span).
 //
-// Every operation keeps the counting invariant of core/span.h. While a span
-// is awake, `countdown` is the number of blocks out (`allocated`) and the
-// free list holds `listed_mark - countdown` blocks, so taking the whole list
-// is O(1): the count comes from the two numbers, not from a walk.
+// Every operation keeps the counting invariant of core/span.h: while a span
+// is awake, `countdown` is the number of blocks out and the bits hold the
+// rest, so how many blocks are free is `capacity - countdown`, no walk.
+// None of them reads or writes a block.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "core/free_list.h"
 #include "core/size_classes.h"
 #include "core/span.h"
 
 namespace strata::detail {
 
+// Build option STRATA_CHECK_DOUBLE_FREE (on with CMake's STRATA_HARDENED):
+// the free fast path tests the block's bit before it sets it (a double free
+// is reported at the second free). Off, double frees are caught only in
+// checking mode (STRATA_CHECK=1) and by the counts when a span empties.
+#ifndef STRATA_CHECK_DOUBLE_FREE
+#define STRATA_CHECK_DOUBLE_FREE 1
+#endif
+
+// Set once at start-up (ensure_initialized): the CPU has popcnt.
+extern STRATA_INTERNAL bool g_has_popcnt;
+
+// Set bits of a word: the popcnt instruction where the CPU has it, else
+// shifts and masks (x86-64's baseline has no popcnt, and GCC would call
+// libgcc's slower one; every refill counts the blocks of the word it takes).
+inline std::uint32_t count_bits(std::uint64_t x) noexcept {
+#if defined(__x86_64__)
+  if (__builtin_expect(g_has_popcnt, 1)) {
+    std::uint64_t n;
+    asm("popcntq %1, %0" : "=r"(n) : "rm"(x) : "cc");
+    return static_cast<std::uint32_t>(n);
+  }
+#endif
+  x -= (x >> 1) & 0x5555555555555555ull;
+  x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+  x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+  return static_cast<std::uint32_t>((x * 0x0101010101010101ull) >> 56);
+}
+
 // Blocks out of the span (see core/span.h), awake or sleeping.
 inline std::uint32_t span_allocated(const Span* span) noexcept {
   if (!span->sleeping) return span->countdown;
-  // Asleep with nothing to carve or unpark: every block is out but the
-  // `wake_frees - countdown` on its list.
+  // Asleep: every block is out but the `wake_frees - countdown` freed since.
   return span->capacity - (class_info(span->size_class).wake_frees - span->countdown);
 }
 
-// Blocks on the span's own free list.
-inline std::uint32_t span_listed(const Span* span) noexcept {
-  return span->listed_mark - span_allocated(span);
+// Free blocks in the span's bits.
+inline std::uint32_t span_free_count(const Span* span) noexcept { return span->capacity - span_allocated(span); }
+
+inline bool span_has_free_blocks(const Span* span) noexcept { return span_allocated(span) < span->capacity; }
+
+// index_multiplier = reciprocal << kIndexShift: offset * index_multiplier,
+// as 128 bits, is the block index << 58 (index = offset * reciprocal >> 32,
+// exact for block starts: core/size_classes.h), so its high half is the
+// word (index >> 6) and the top 6 bits of its low half are the bit.
+inline constexpr unsigned kIndexShift = 26;
+
+// Block index of `block` (a block start of the span: exact; an interior
+// pointer: its block, or the next one near the end of a block over 2 KiB).
+inline std::uint64_t block_index(const Span* span, const void* block) noexcept {
+  std::uint64_t offset = reinterpret_cast<std::uintptr_t>(block) - span->block_base;
+  return (offset * (span->index_multiplier >> kIndexShift)) >> 32;
 }
 
-inline std::uint32_t span_uncarved(const Span* span) noexcept {
-  return static_cast<std::uint32_t>((span->carve_end - span->carve_next) / class_size(span->size_class));
+inline void* block_at(const Span* span, std::uint64_t index) noexcept {
+  return reinterpret_cast<void*>(span->block_base + index * class_size(span->size_class));
 }
 
-inline bool span_has_free_blocks(const Span* span) noexcept {
-  return span->free_list != nullptr || span->carve_next < span->carve_end || span->parked_blocks != 0;
+inline bool block_is_free(const Span* span, const void* block) noexcept {
+  std::uint64_t index = block_index(span, block);
+  return index < span->capacity && ((span->free_bits[index >> 6] >> (index & 63)) & 1) != 0;
 }
 
-// Takes the span's whole free list (awake span): returns its head and count.
-inline void* take_free_list(Span* span, std::uint32_t& count) noexcept {
-  void* head = span->free_list;
-  count = span->listed_mark - span->countdown;
-  span->free_list = nullptr;
-  span->countdown = span->listed_mark;
-  return head;
+// A word of free bits taken out of a span: `bits` (bit i: block
+// `base + i * size`), and which word of the span it was.
+struct TakenWord {
+  std::uint64_t bits;
+  std::uintptr_t base;
+  std::uint32_t word;
+};
+
+// Forgets the parked units that blocks [first, last) overlap (they are
+// handed out again and will be touched): statistics count parked pages.
+void unpark_blocks(Span* span, std::uint64_t first, std::uint64_t last) noexcept;
+
+// The free bits an allocation word would take from the span: its lowest
+// non-empty word (lowest addresses first: after frees in any order,
+// allocation goes up through the span). With `one_page`, of the blocks never
+// handed out (from `fresh_from` on) only those that start in the OS page of
+// the first of them: a thread that is not busy yet touches a page per class
+// it uses, not a word's worth (a block the allocator hands out is a page
+// the program writes), while blocks handed out before (their pages
+// resident) all come along. False when the span has no free block.
+// Changes nothing: take_word commits.
+inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) noexcept {
+  const std::uint32_t words = (span->capacity + 63) / 64;
+  std::uint32_t w = 0;
+  while (w < words && span->free_bits[w] == 0) ++w;
+  if (w == words) return false;
+  std::uint64_t bits = span->free_bits[w];
+  const std::uintptr_t size = class_size(span->size_class);
+  taken.base = span->block_base + std::uintptr_t{w} * 64 * size;
+  const std::uint64_t first = std::uint64_t{w} * 64;
+  // (Blocks of at most 64 B: a word spans at most two OS pages anyway.)
+  if (one_page && size > 64 && span->fresh_from < first + 64) {
+    std::uint64_t used = span->fresh_from > first ? (std::uint64_t{1} << (span->fresh_from - first)) - 1 : 0;
+    std::uint64_t fresh = bits & ~used;
+    if (fresh != 0) {
+      constexpr std::uintptr_t kOsPage = 4096;
+      std::uintptr_t lowest = taken.base + static_cast<std::uintptr_t>(__builtin_ctzll(fresh)) * size;
+      std::uintptr_t reach = (lowest & ~(kOsPage - 1)) + kOsPage - taken.base + size - 1;
+      std::uint64_t fits = (reach * (span->index_multiplier >> kIndexShift)) >> 32;  // reach / size
+      if (fits < 64) bits &= used | ((std::uint64_t{1} << fits) - 1);
+    }
+  }
+  taken.bits = bits;
+  taken.word = w;
+  return true;
 }
 
-// Takes one block off the span's free list (awake span, list not empty).
-inline void* pop_free_block(Span* span, std::uintptr_t key) noexcept {
-  void* block = span->free_list;
-  span->free_list = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, key));
-  ++span->countdown;
-  return block;
+// Takes the chosen bits out of the span: their blocks count as out.
+inline void take_word(Span* span, const TakenWord& taken, std::uint32_t blocks) noexcept {
+  span->free_bits[taken.word] &= ~taken.bits;
+  span->countdown += blocks;
+  std::uint32_t end = taken.word * 64 + 64 - static_cast<std::uint32_t>(__builtin_clzll(taken.bits));
+  if (end > span->fresh_from) span->fresh_from = end;
+  if (__builtin_expect(span->parked_units != 0, 0))
+    unpark_blocks(span, taken.word * 64 + static_cast<std::uint32_t>(__builtin_ctzll(taken.bits)), end);
 }
 
-// Carves up to `max` never-used blocks into a list in address order (the
-// first malloc gets the lowest address: hardware prefetchers follow
-// ascending streams), the last one linked to `then` (a list to go on with,
-// or nullptr). Returns the head; `count` gets how many.
-void* carve_blocks(Span* span, std::uint32_t max, std::uintptr_t key, std::uint32_t& count,
-                   void* then = nullptr) noexcept;
+// choose_free_word and take_word at once.
+inline bool take_free_word(Span* span, TakenWord& taken, bool one_page = false) noexcept {
+  if (!choose_free_word(span, one_page, taken)) return false;
+  take_word(span, taken, count_bits(taken.bits));
+  return true;
+}
+
+// Gives back what is left of a taken word (`bits` of word `word`): true when
+// the countdown reached 0 (an awake span became empty). A bit already set
+// is a block freed while it was on the word (a double free): reported.
+bool return_free_bits(Span* span, std::uint32_t word, std::uint64_t bits) noexcept;
+
+// Takes the lowest free block (central cache: one block at a time); the
+// span must have one.
+void* take_one_block(Span* span) noexcept;
 
 // Counts one block back: true when the countdown reaches 0, or when it was 0
 // already (it wraps: a block of a span whose blocks had all come back is
@@ -79,18 +169,51 @@ event:
 #endif
 }
 
-// A countdown that wrapped (count_block_back): reports and aborts.
-[[noreturn]] void countdown_wrapped(const void* block) noexcept;
+// A countdown that wrapped (count_block_back): some block of `span` was
+// freed after all of them had come back. Reports and aborts.
+[[noreturn]] void countdown_wrapped(const Span* span) noexcept;
 
-// Gives a block back to its span: links it in, marks it free. Returns true
-// when the countdown reached 0 (an awake span became empty, or a sleeping
-// one collected enough frees to wake).
-inline bool push_block(Span* span, void* block, std::uintptr_t key) noexcept {
-  static_cast<FreeBlock*>(block)->encoded_next = encode_link(reinterpret_cast<std::uintptr_t>(span->free_list), key);
-  set_free_mark(block, key);
-  span->free_list = block;
+// A block whose bit was already set: reports and aborts.
+[[noreturn]] void block_freed_twice(const void* block) noexcept;
+
+// Sets the bit of `block` (a block start of the span) and tells whether it
+// was set already: one multiply gives word and bit (kIndexShift), and on
+// x86-64 `bts` leaves the old bit in the carry, so the double-free test is
+// one `jc`. The free fast path: no read or write of the block itself.
+inline bool set_free_bit(Span* span, const void* block) noexcept {
+  std::uint64_t offset = reinterpret_cast<std::uintptr_t>(block) - span->block_base;
+  bool was_set;
+#if defined(__x86_64__)
+  // In one piece, so that the word's address is the multiply's high half
+  // as it comes (rdx), without copies. Volatile: it stores to the span,
+  // which its outputs do not show (a build that ignores was_set would
+  // otherwise drop it).
+  std::uint64_t high, word;
+  asm volatile("mulq %[multiplier]\n\t"
+      "shrq $58, %%rax\n\t"
+      "movq %c[bits](%[span],%%rdx,8), %[word]\n\t"
+      "btsq %%rax, %[word]\n\t"
+      "movq %[word], %c[bits](%[span],%%rdx,8)"
+      : "+a"(offset), "=&d"(high), [word] "=&r"(word), "=@ccc"(was_set)
+      : [multiplier] "m"(span->index_multiplier), [span] "r"(span), [bits] "i"(offsetof(Span, free_bits))
+      : "memory");
+#else
+  unsigned __int128 product = static_cast<unsigned __int128>(offset) * span->index_multiplier;
+  std::uint64_t& slot = span->free_bits[static_cast<std::uint64_t>(product >> 64)];
+  std::uint64_t bit = static_cast<std::uint64_t>(product) >> 58;
+  was_set = ((slot >> bit) & 1) != 0;
+  slot |= std::uint64_t{1} << bit;
+#endif
+  return was_set;
+}
+
+// Gives a block back to its span: sets its bit. Returns true when the
+// countdown reached 0 (an awake span became empty, or a sleeping one
+// collected enough frees to wake). Touches the span's line, never the block.
+inline bool free_block(Span* span, void* block) noexcept {
+  if (__builtin_expect(set_free_bit(span, block), 0) && STRATA_CHECK_DOUBLE_FREE) block_freed_twice(block);
   if (__builtin_expect(!count_block_back(span->countdown), 1)) return false;
-  if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(block);
+  if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
   return true;
 }
 
@@ -100,73 +223,31 @@ inline void wake_span(Span* span) noexcept {
   span->sleeping = false;
 }
 
-// Sends a span with nothing to carve or unpark and fewer than wake_frees
-// blocks on its list to sleep: frees only count until it is worth waking.
+// Sends an awake span with fewer than wake_frees free blocks to sleep:
+// frees only count until it is worth waking.
 inline void sleep_span(Span* span) noexcept {
-  std::uint32_t listed = span->listed_mark - span->countdown;
+  std::uint32_t free = span->capacity - span->countdown;
   span->sleeping = true;
-  span->countdown = class_info(span->size_class).wake_frees - listed;
+  span->countdown = class_info(span->size_class).wake_frees - free;
 }
 
-// An awake span whose blocks all came back, kept for reuse by the central
-// cache or holding parked units (a thread's other empty spans are recycled,
-// below): checked for a block still in use (as verify_empty_span) and its
-// free list laid out again in address order in the same pass, so that its
-// next allocation lists do not follow the order of the frees (after a burst
-// of frees in random order that order is random, and every malloc would
-// wait for a cache miss to read the next link). One pass over the span's
-// carved blocks, which the check reads anyway.
-void relist_empty_span(Span* span, std::uintptr_t key) noexcept;
-
-// An awake span whose blocks all came back, kept by its owner for reuse:
-// starts over as never-used memory without a walk (carving lays its blocks
-// out again in address order when the span serves again, in one pass just
-// before malloc reads them). Its blocks keep the free mark their free
-// wrote, and carving does not write it again below `marked_end`, so a
-// block still in use (some other block of the span was freed twice) fails
-// malloc's mark check when it is carved, instead of the walk
-// relist_empty_span does at once. That walk touched every block of the
-// span a second time, between its free and its next malloc, long before
-// the malloc (large bursts: another cache miss). A span with parked units
-// is relisted instead (its blocks are not all marked).
-void recycle_empty_span(Span* span, std::uintptr_t key) noexcept;
-
-// Before recycled blocks are treated as never used (parking gives never-used
-// pages back without looking at them): checks that each still holds its
-// mark, then forgets them (carving will mark them again). A span that leaves
-// its owner or its class is checked whole instead (verify_empty_span).
-void forget_recycled_marks(Span* span, std::uintptr_t key) noexcept;
-
-[[noreturn]] void report_block_in_use_of_empty_span(const void* block) noexcept;
-
-// Prepares a span fresh from the page heap for class `cls` (no owner yet).
+// Prepares a span fresh from the page heap (or an empty one made over) for
+// class `cls`: every block free, no owner yet.
 void format_small_span(Span* span, std::size_t cls) noexcept;
 
-// A span whose counts say every block came back: the first block ever
-// carved (recycled ones included) without the free mark, or nullptr. One
-// without it is still in use, so some other block was freed twice (the
-// check of core/free_list.h for frees that never reach a malloc). Skips parked units. A read of the
-// span's blocks in address order; only when a span empties.
-const void* unmarked_carved_block(const Span* span, std::uintptr_t key) noexcept;
-
-// Aborts with a report when unmarked_carved_block finds a block in use.
-void verify_empty_span(const Span* span, std::uintptr_t key) noexcept;
-
-// Is `block` on the span's own free list? (Bounded walk: a corrupted list
-// cannot loop it forever.) For the misuse checks, never for the fast paths.
-bool span_list_contains(const Span* span, const void* block, std::uintptr_t key) noexcept;
+// A span whose counts say every block came back: are all its bits set? A
+// block still in use means some other block was freed twice while it sat
+// on its owner's allocation word (the one double free the bits cannot
+// see at once); reported. One popcount per word, only when a span empties.
+void verify_empty_span(const Span* span) noexcept;
 
 // --- parked units: pages of a partly used span given back to the OS ----------
 
-// Gives back every unit of `span` (awake, not the owner's current span) whose
-// blocks are all on its free list: MADV_DONTNEED on their pages, the blocks
-// leave the free list and become parked. Returns the bytes given back.
-// Cost: one walk of the free list and one of the span's blocks; only on
-// decay or on request, never on a fast path.
-std::size_t park_free_units(Span* span, std::uintptr_t key) noexcept;
-
-// Puts every parked block back on the span's free list (their pages come
-// back zeroed, on first touch, when the links are written). Returns how many.
-std::uint32_t unpark_blocks(Span* span, std::uintptr_t key) noexcept;
+// Gives back every unit of `span` (awake; its taken word, if any, returned)
+// whose blocks are all free and not yet given back: MADV_DONTNEED on their
+// pages. The blocks stay free in the bits: handed out again, their pages
+// come back zeroed on first touch. Returns the bytes given back. Cost: a
+// pass over the span's units; only on decay or on request.
+std::size_t park_free_units(Span* span) noexcept;
 
 }  // namespace strata::detail

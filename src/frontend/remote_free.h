@@ -7,7 +7,7 @@
 // when the outbox holds 1 MiB, or when the thread reaches a slow allocation
 // path or exits. Leaving costs one CAS on the owner's inbox (or one lock
 // acquisition for a span the central cache owns). The owner drains its inbox
-// with one exchange whenever one of its free lists runs empty.
+// with one exchange whenever one of its allocation words runs empty.
 //
 // Neither side ever touches a span it does not own, so same-thread frees
 // need no atomics and remote frees cost one atomic per parcel.

@@ -1,4 +1,4 @@
-// Slow paths of the thread cache: allocation lists, the spans a thread owns,
+// Slow paths of the thread cache: allocation words, the spans a thread owns,
 // young threads, thread creation and exit, fork handling.
 #include "frontend/thread_cache.h"
 
@@ -35,8 +35,8 @@ constexpr std::uint32_t kYoungAllocations = 256;
 // thread's own malloc/free pairs, counted as allocations.
 constexpr std::uint32_t kYoungRemoteFrees = 64;
 
-// A thread that has taken fewer spans than this is not busy yet: carving
-// stays within one OS page (carve_quota).
+// A thread that has taken fewer spans than this is not busy yet: an
+// allocation word holds the blocks of one OS page at most (take_free_word).
 constexpr std::uint32_t kBusySpans = 64;
 // A class over kOwnSpanOver bytes gets a span in a thread only after
 // the thread asked for it this many times; until then each block is a span
@@ -45,15 +45,15 @@ constexpr std::uint8_t kPagedRequests = 32;
 constexpr std::size_t kOwnSpanOver = 2048;
 
 // Allocation slow paths between two housekeeping visits (each reads the
-// clock twice): every slow path hands out a whole list, so this is at most a
-// few thousand mallocs, and span events visit too.
-constexpr std::int32_t kSlowPathsPerHousekeeping = 8;
+// clock twice): every slow path hands out a whole word, so this is at most
+// about a thousand mallocs, and span events visit too.
+constexpr std::int32_t kSlowPathsPerHousekeeping = 16;
 
 static_assert(sizeof(ThreadCache) % 4096 == 0, "pool objects must stay page-aligned");
-static_assert(offsetof(ThreadCache, lists) == kListsOffset, "list offsets assume this layout");
+static_assert(offsetof(ThreadCache, words) == kWordsOffset, "word offsets assume this layout");
 static_assert(offsetof(ThreadCache, inbox) + sizeof(Inbox) <= 4096, "the hot part fits one OS page");
 
-constinit ThreadCache g_empty_cache;  // new threads: empty lists, owns nothing
+constinit ThreadCache g_empty_cache;  // new threads: empty words, owns nothing
 constinit ThreadCache g_dead_cache;   // threads past their exit hook
 
 constinit Mutex g_registry_mutex;     // guards the registry and cache lifecycle
@@ -86,8 +86,8 @@ namespace {
 // touches the page heap), else given back.
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->size_class;
+  verify_empty_span(span);
   if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
-    recycle_empty_span(span, cache->key);
     span->kept_empty = true;
     span->used_epoch = cache->scavenge_epoch;  // idle from now
     span->idle_since = monotonic_ns();         // for the surplus over max_kept_bytes
@@ -96,7 +96,6 @@ void span_emptied(ThreadCache* cache, Span* span) noexcept {
     cache->partial[cls].push_back(span);  // spans with live blocks are used first
     return;
   }
-  verify_empty_span(span, cache->key);
   cache->partial[cls].remove(span);
   g_page_heap.deallocate(span);
 }
@@ -123,8 +122,7 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
     if (span == nullptr || !span->kept_empty) continue;
     unkeep(cache, span);
     cache->partial[other].remove(span);
-    verify_empty_span(span, cache->key);  // its recycled blocks' marks mean nothing in the new class
-    format_small_span(span, cls);
+    format_small_span(span, cls);  // verified when it emptied
     return span;
   }
   return nullptr;
@@ -158,107 +156,61 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   return span;
 }
 
-// How many never-used blocks to carve: up to `want`; none past the OS page
-// the first one starts in (at least one) while the span has not been
-// carved yet, or while the thread has taken few spans. Carving writes into
-// every block it hands the list, so a page it touches becomes resident: a
-// class a program uses a few times should cost the pages its blocks lie in,
-// not a batch's worth (most of the classes of a short program, such as
-// python starting up, stay in that state). A thread that took many spans is
-// busy and gets whole batches (fewer slow paths).
-std::uint32_t carve_quota(const ThreadCache* cache, const Span* span, std::uint32_t want) noexcept {
-  constexpr std::uintptr_t kOsPage = 4096;
-  // Recycled blocks: their pages are resident already; all of them at once,
-  // as one list taken from the span would be.
-  if (span->carve_next < span->marked_end) {
-    std::uintptr_t recycled = (span->marked_end - span->carve_next) / class_size(span->size_class);
-    return recycled > want ? static_cast<std::uint32_t>(recycled) : want;
-  }
-  if (span->carve_next != reinterpret_cast<std::uintptr_t>(span->start()) && cache->spans_taken >= kBusySpans)
-    return want;
-  std::uintptr_t size = class_size(span->size_class);
-  std::uintptr_t page_end = (span->carve_next & ~(kOsPage - 1)) + kOsPage;
-  std::uintptr_t fits = page_end > span->carve_next ? (page_end - span->carve_next + size - 1) / size : 1;
-  if (fits < 1) fits = 1;
-  return fits < want ? static_cast<std::uint32_t>(fits) : want;
-}
-
-// Makes the class's allocation list non-empty from the current span: its
-// own free list (O(1)), topped up with never-used blocks carved from it
-// when the list is short, else its parked blocks. A span whose list is too
-// short to be worth a slow path (fewer blocks than wake_frees, nothing to
-// carve) sleeps while other spans have more, and the next span becomes
-// current. False when the OS refuses memory.
-bool refill(ThreadCache* cache, std::size_t cls) noexcept {
-  AllocList& list = cache->lists[cls];
+// Makes the class's allocation word non-empty from the current span: its
+// lowest word of free bits, taken in O(1). A span with too few free blocks
+// to be worth a slow path (fewer than wake_frees) sleeps while other spans
+// have more, and the next span becomes current. Returns how many blocks the
+// word holds; 0 when the OS refuses memory.
+std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
+  AllocWord& word = cache->words[cls];
   const SizeClassInfo& info = class_info(cls);
   for (;;) {
     Span* span = cache->current[cls];
     if (span != nullptr) {
-      std::uint32_t listed = span->listed_mark - span->countdown;
-      bool can_carve = span->carve_next < span->carve_end;
-      if (!can_carve && span->parked_blocks != 0) {
-        unpark_blocks(span, cache->key);
-        continue;
-      }
-      if (can_carve || listed >= info.wake_frees || (listed != 0 && cache->partial[cls].empty())) {
-        std::uint32_t count = 0;
-        void* head = nullptr;
-        if (listed != 0) {
-          head = take_free_list(span, count);
-          ++cache->stats.lists_taken;
-        }
-        if (count < info.batch && can_carve) {
-          std::uint32_t carved = 0;
-          head = carve_blocks(span, carve_quota(cache, span, info.batch - count), cache->key, carved, head);
-          count += carved;
-        }
-        list.head = head;
-        list.avail = count;
+      std::uint32_t free = span->capacity - span->countdown;
+      if (free >= info.wake_frees || (free != 0 && cache->partial[cls].empty())) {
+        TakenWord taken;
+        if (!take_free_word(span, taken, cache->spans_taken < kBusySpans)) return 0;  // cannot happen: free != 0
+        word.bits = taken.bits;
+        word.base = taken.base;
+        word.span_word = taken.word;
+        ++cache->stats.words_taken;
         span->used_epoch = cache->scavenge_epoch;
-        return true;
+        return count_bits(taken.bits);
       }
       sleep_span(span);
       cache->sleeping.push(span);
       cache->current[cls] = nullptr;
     }
     span = next_span(cache, cls);
-    if (span == nullptr) return false;
+    if (span == nullptr) return 0;
     cache->current[cls] = span;
   }
 }
 
-// --- heap profiling: counting allocation lists ---------------------------------------
+// --- heap profiling: counting allocation words ---------------------------------------
 
-// Blocks [keep, end) of the class's list go back to the current span: the
-// list ends before the sampled allocation.
-void cut_list(ThreadCache* cache, std::size_t cls, std::uint64_t keep) noexcept {
-  AllocList& list = cache->lists[cls];
-  Span* span = cache->current[cls];
-  void* rest = list.head;
-  void* last_kept = nullptr;
-  for (std::uint64_t i = 0; i < keep; ++i) {
-    last_kept = rest;
-    rest = list_next(rest);
+// Gives back the blocks of the class's allocation word from its `keep`-th on
+// to the current span: the word ends before the sampled allocation.
+void cut_word(ThreadCache* cache, std::size_t cls, std::uint64_t keep) noexcept {
+  AllocWord& word = cache->words[cls];
+  std::uint64_t kept = 0, rest = word.bits;
+  for (std::uint64_t i = 0; i < keep && rest != 0; ++i) {
+    kept |= rest & (~rest + 1);  // the lowest bit
+    rest &= rest - 1;
   }
-  if (last_kept != nullptr) list_set_next(last_kept, nullptr);
-  else list.head = nullptr;
-  list.avail = static_cast<std::int64_t>(keep);
-  while (rest != nullptr) {
-    void* next = list_next(rest);
-    push_block(span, rest, cache->key);  // the current span: an empty countdown needs no action
-    rest = next;
-  }
+  word.bits = kept;
+  // The current span: an empty countdown needs no action.
+  return_free_bits(cache->current[cls], cache->words[cls].span_word, rest);
 }
 
-// Counts a list the slow path just formed against the sampling countdown
+// Counts a word the slow path just took against the sampling countdown
 // (profile/sampler.h), in O(1) unless a sampling point falls inside it: then
-// the list is cut before the block at that point, and the malloc that finds
+// the word is cut before the block at that point, and the malloc that finds
 // it empty is the sampled one (sample_pending). Every block handed out by
-// the fast path was counted here: frees never refill these lists.
-void count_for_sampling(ThreadCache* cache, std::size_t cls) noexcept {
+// the fast path was counted here: frees never refill these words.
+void count_for_sampling(ThreadCache* cache, std::size_t cls, std::uint64_t blocks) noexcept {
   const std::uint64_t size = class_size(cls);
-  const std::uint64_t blocks = static_cast<std::uint64_t>(cache->lists[cls].avail);
   std::uint64_t counted = 0;
   while (counted < blocks) {
     std::int64_t left = t_bytes_until_sample;
@@ -271,7 +223,7 @@ void count_for_sampling(ThreadCache* cache, std::size_t cls) noexcept {
     std::uint64_t before = left <= 0 ? 0 : static_cast<std::uint64_t>(left) / size;
     t_bytes_until_sample = left - static_cast<std::int64_t>(before * size);
     if (sampling_point_in(size)) {
-      cut_list(cache, cls, counted + before);
+      cut_word(cache, cls, counted + before);
       cache->sample_pending[cls >> 6] |= std::uint64_t{1} << (cls & 63);
       return;
     }
@@ -286,20 +238,13 @@ bool take_sample_pending(ThreadCache* cache, std::size_t cls) noexcept {
   return true;
 }
 
-// Puts the blocks still on the allocation list back on the current span's
-// list (thread exit, flushes).
-void return_alloc_list(ThreadCache* cache, std::size_t cls) noexcept {
-  AllocList& list = cache->lists[cls];
-  Span* span = cache->current[cls];
-  void* block = list.head;
-  list.head = nullptr;
-  list.avail = 0;
-  std::uint32_t budget = span != nullptr ? span->capacity : 0;
-  while (block != nullptr && budget-- != 0) {
-    void* next = list_next(block);
-    push_block(span, block, cache->key);  // the span's countdown may reach 0: the caller looks
-    block = next;
-  }
+// Puts the blocks still on the allocation word back in the current span
+// (thread exit, flushes; the span's countdown may reach 0: the caller looks).
+void return_alloc_word(ThreadCache* cache, std::size_t cls) noexcept {
+  AllocWord& word = cache->words[cls];
+  std::uint64_t bits = word.bits;
+  word.bits = 0;
+  if (Span* span = cache->current[cls]) return_free_bits(span, cache->words[cls].span_word, bits);
 }
 
 // Files the current span as an ordinary partial span (or empty one).
@@ -313,7 +258,10 @@ void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
 
 }  // namespace
 
+void free_of_a_free_block(void* block) noexcept { block_freed_twice(block); }
+
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
+  if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
   std::size_t cls = span->size_class;
   if (span->sleeping) {
     // Enough of a full span's blocks came back: it serves allocations again.
@@ -322,10 +270,20 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     cache->partial[cls].push(span);
     return;
   }
-  // Every block came back. The current span stays current (its list feeds
-  // the next allocation, most recently freed first: one span's blocks are
-  // few enough that their order costs nothing); any other goes.
-  if (span == cache->current[cls]) return;
+  // Every block came back. The current span stays current (its bits feed
+  // the next allocation word); any other goes. Blocks still on the word
+  // count as out: a current span cannot empty while its word holds any,
+  // unless one of them was freed (a double free the bit could not see).
+  if (span == cache->current[cls]) {
+    const AllocWord& word = cache->words[cls];
+    if (word.bits != 0) {
+      std::uint64_t both = word.bits & span->free_bits[cache->words[cls].span_word];
+      std::uint64_t which = static_cast<std::uint64_t>(__builtin_ctzll(both != 0 ? both : word.bits));
+      report_misuse(reinterpret_cast<void*>(word.base + which * word.size),
+                    "double free (freed again while it waited on its thread's allocation word)");
+    }
+    return;
+  }
   span_emptied(cache, span);
   // A program that only frees still gives memory back on time.
   if (--cache->slow_until_housekeeping < 0) {
@@ -338,6 +296,17 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
 
 namespace {
 
+// Is `block` (of `span`, which `cache` owns) on the cache's allocation
+// word, i.e. free already? A multiply, no division: drains ask it of
+// every block.
+bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* block) noexcept {
+  const std::size_t cls = span->size_class;
+  if (cache->current[cls] != span) return false;
+  const std::uint64_t index = block_index(span, block);
+  const AllocWord& word = cache->words[cls];
+  return (index >> 6) == word.span_word && ((word.bits >> (index & 63)) & 1) != 0;
+}
+
 // One block of the inbox. Its page's owner tag says whether we still own the
 // span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
@@ -345,10 +314,9 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   Span* span = entry.span();
   if (entry.owner_tag() != owner_tag_for(cache)) return remote_free(cache, block, span);
-  // Freed by another thread: already free here? (The drain writes the block
-  // now anyway and has asked for its line ahead, so reading its mark costs
-  // little; the free fast path, whose blocks are often cold, does not read.)
-  if (has_free_mark(block, cache->key)) confirm_not_free(cache, span, block);
+  // Freed by another thread: on our allocation word, it is free already
+  // (a block free in its span's bits is caught by free_owned itself).
+  if (on_allocation_word(cache, span, block)) block_freed_twice(block);
   free_owned(cache, span, block);
 }
 
@@ -362,11 +330,8 @@ void drain_inbox(ThreadCache* cache) noexcept {
       receive_block(cache, item_block(item));
     } else {
       Parcel* parcel = item_parcel(item);
-      for (std::uint32_t i = 0; i < parcel->count; ++i) {
-        // The blocks are cold: ask for their lines well ahead, for writing.
-        if (i + 8 < parcel->count) __builtin_prefetch(parcel->blocks[i + 8], 1);
-        receive_block(cache, parcel->blocks[i]);
-      }
+      // Only the page map and the spans are read: the blocks stay cold.
+      for (std::uint32_t i = 0; i < parcel->count; ++i) receive_block(cache, parcel->blocks[i]);
       release_parcel(cache, parcel);
     }
     item = next;
@@ -381,7 +346,7 @@ namespace {
 // period): empty spans kept through the whole epoch (kept before it began) go
 // to the page heap with the time they were kept (so its next decay run
 // returns their pages), and
-// partly used spans that fed no allocation list in it give back the pages
+// partly used spans that fed no allocation word in it give back the pages
 // that hold no live block.
 void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
   std::uint64_t period = g_options.decay_ms * 1000000ull;
@@ -392,16 +357,14 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
       if (span->used_epoch < cache->scavenge_epoch) {  // kept a whole period
         unkeep(cache, span);
         spans.remove(span);
-        verify_empty_span(span, cache->key);
         g_page_heap.deallocate(span, span->idle_since);  // aged already: decays at the next run
       }
       span = before;
     }
-    // Spans that fed no allocation list for a whole period: their pages
+    // Spans that fed no allocation word for a whole period: their pages
     // without a live block go back (a span in use keeps its pages).
     for (Span* span = spans.head; span != nullptr && !span->kept_empty; span = span->next)
-      if (span->used_epoch < cache->scavenge_epoch)
-        cache->stats.parked_bytes += park_free_units(span, cache->key);
+      if (span->used_epoch < cache->scavenge_epoch) cache->stats.parked_bytes += park_free_units(span);
     g_central[cls].release_kept_if_idle(now, period);
   }
   flush_outbox(cache);
@@ -420,7 +383,6 @@ void release_idle_surplus(ThreadCache* cache, std::uint64_t now, std::uint64_t p
       if (now - span->idle_since >= period) {
         unkeep(cache, span);
         spans.remove(span);
-        verify_empty_span(span, cache->key);
         g_page_heap.deallocate(span, span->idle_since);
         if (cache->kept_empty_bytes <= cache->max_kept_bytes) break;
       }
@@ -451,19 +413,19 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
   std::size_t released = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls] != nullptr) {
-      return_alloc_list(cache, cls);
+      return_alloc_word(cache, cls);
       retire_current(cache, cls);
     }
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.head; span != nullptr;) {
       Span* next = span->next;
       if (span->countdown == 0) {
-        verify_empty_span(span, cache->key);
+        if (!span->kept_empty) verify_empty_span(span);  // kept ones were verified when they emptied
         unkeep(cache, span);
         spans.remove(span);
         g_page_heap.deallocate(span);
       } else {
-        std::size_t parked = park_free_units(span, cache->key);
+        std::size_t parked = park_free_units(span);
         cache->stats.parked_bytes += parked;
         released += parked;
       }
@@ -518,8 +480,41 @@ ThreadCache* create_cache() noexcept;
 
 }  // namespace
 
-__attribute__((noinline)) void* allocate_slow_from_entry(std::size_t cls, std::size_t size) noexcept {
-  return allocate_slow(cls, size, STRATA_CALL_SITE);
+namespace {
+
+// The common slow path, kept short: the current span has a word of free
+// blocks worth taking and nothing else is due (no housekeeping, no outbox to
+// send, no inbox to drain, no sample, the word's bytes do not reach the
+// next sampling point). Any of those: nullptr, and allocate_slow does the
+// whole work. A leaf function of its own: few registers, no stack frame.
+__attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
+  ThreadCache* cache = t_cache;  // the static caches own no span: current is null
+  Span* span = cache->current[cls];
+  if (span == nullptr || cache->slow_until_housekeeping <= 0 || cache->outbox.pending_bytes != 0 ||
+      !cache->inbox.empty() || (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->parked_units != 0)
+    return nullptr;
+  if (span->capacity - span->countdown < class_info(cls).wake_frees) return nullptr;  // refill decides
+  TakenWord taken;
+  if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken)) return nullptr;
+  const std::uint32_t blocks = count_bits(taken.bits);
+  AllocWord& word = cache->words[cls];
+  const std::int64_t bytes = static_cast<std::int64_t>(blocks * word.size);
+  if (t_bytes_until_sample < bytes) return nullptr;  // a sampling point falls in the word
+  t_bytes_until_sample -= bytes;
+  take_word(span, taken, blocks);
+  span->used_epoch = cache->scavenge_epoch;
+  --cache->slow_until_housekeeping;
+  ++cache->stats.words_taken;
+  word.base = taken.base;
+  word.span_word = taken.word;
+  return take_lowest_block(word, taken.bits);
+}
+
+}  // namespace
+
+__attribute__((noinline)) void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept {
+  if (void* block = take_next_word(class_of_offset(offset))) return block;
+  return allocate_slow(class_of_offset(offset), size, STRATA_CALL_SITE);
 }
 
 void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
@@ -534,8 +529,7 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     if (cache == nullptr) return allocate_from_central(cls, size, site, alignment);
   }
   if (cache == &g_dead_cache) return allocate_from_central(cls, size, site, alignment);
-  ++cache->stats.allocs_slow;
-  // The list ran dry where heap profiling cut it: this is the sampled one.
+  // The word ran dry where heap profiling cut it: this is the sampled one.
   if (take_sample_pending(cache, cls)) {
     std::size_t block_size = class_size(cls);
     if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
@@ -550,31 +544,24 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
   }
   if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
   if (!cache->inbox.empty()) drain_inbox(cache);
-  AllocList& list = cache->lists[cls];
-  if (!refill(cache, cls)) {
-    list.avail = 0;
+  AllocWord& word = cache->words[cls];
+  std::uint32_t blocks = refill(cache, cls);
+  if (blocks == 0) {
     errno = ENOMEM;
     return nullptr;
   }
-  count_for_sampling(cache, cls);
-  if (list.head == nullptr && take_sample_pending(cache, cls)) {
+  count_for_sampling(cache, cls, blocks);
+  if (word.bits == 0 && take_sample_pending(cache, cls)) {
     // The sampling point fell on this very allocation.
     std::size_t block_size = class_size(cls);
     if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
-    if (!refill(cache, cls)) {  // no memory for the sample: serve it unsampled
-      list.avail = 0;
+    if (refill(cache, cls) == 0) {  // no memory for the sample: serve it unsampled
       errno = ENOMEM;
       return nullptr;
     }
   }
-  void* block = list.head;
-  if (!take_free_mark(block, cache->key)) unmarked_free_block(block);
-  list.head = list_next(block);
-  --list.avail;
-  return block;
+  return take_lowest_block(word, word.bits);
 }
-
-void unmarked_free_block(void* block) noexcept { report_unmarked_free_block(block); }
 
 namespace {
 
@@ -664,11 +651,11 @@ ThreadCache* create_cache() noexcept {
     }
     cache->life = ThreadCache::Life::kAlive;
   }
-  cache->key = g_list_key;
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) cache->words[cls].size = class_size(cls);
+  cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;
   cache->next_scavenge_ns = 0;
-  cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
   for (std::uint8_t& asked : cache->paged_requests) asked = 0;
   if (cache->scavenge_epoch == 0) cache->scavenge_epoch = 1;  // spans unused for a whole epoch give pages back
   cache->sample_pending[0] = cache->sample_pending[1] = 0;
@@ -694,7 +681,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   drain_inbox(cache);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls] != nullptr) {
-      return_alloc_list(cache, cls);
+      return_alloc_word(cache, cls);
       cache->partial[cls].push(cache->current[cls]);
       cache->current[cls] = nullptr;
     }
@@ -751,6 +738,7 @@ void ensure_initialized() noexcept {
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
+    g_has_popcnt = os_cpu_has_popcnt();
     if (!g_options.check) __atomic_store_n(&g_fast_size_limit, 1025, __ATOMIC_RELAXED);
     pthread_key_create(&g_exit_key, on_thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
@@ -793,7 +781,7 @@ void fork_child() noexcept {
   profile_fork_child();
   background_thread_after_fork_child();
   // The other threads are gone. Their caches keep what they held (a bounded
-  // amount): their lists may have been mid-update when fork struck, so they
+  // amount): their words may have been mid-update when fork struck, so they
   // are not walked. Their spans stay owned; blocks freed here wait in their
   // inboxes. Marked kStatic so that they are never handed to a new thread.
   ThreadCache* self = t_live_cache;

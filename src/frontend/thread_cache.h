@@ -2,29 +2,27 @@
 // initial-exec thread_local pointer; no lock and no atomic read-modify-write
 // on the fast paths.
 //
-// A thread cache *owns* spans, and the free blocks of an owned span live on
-// that span's own free list (free-list sharding, as in mimalloc): a free
-// pushes the block onto its span's list, whatever the span, so a burst of
-// frees touches each block once and never overflows anything. Allocation
-// pops the class's *allocation list*: a whole list the slow path took from
-// one span (the class's current span) in O(1), or a run it carved from
-// never-used memory. Blocks freed by any other thread travel back to the
-// owner in parcels through its Inbox (frontend/remote_free.h), and join
-// their span's list when the owner drains it.
+// A thread cache *owns* spans, and the free blocks of an owned span are bits
+// in that span (free-list sharding, as in mimalloc, with the lists kept as
+// bitmaps outside the blocks, as in jemalloc's slabs): a free sets the
+// block's bit in its span, whatever the span, so a burst of frees never
+// overflows anything and never touches a block. Allocation takes the next
+// bit of the class's *allocation word*: a word of free bits the slow path
+// took from one span (the class's current span) in O(1). Blocks freed by
+// any other thread travel back to the owner in parcels through its Inbox
+// (frontend/remote_free.h), and set their bits when the owner drains it.
 //
 // Fast paths (inline here) and slow paths (thread_cache.cpp) pair up:
-//   allocate   -> allocate_slow      (allocation list used up: the current
-//                                     span's list, carving, other spans,
+//   allocate   -> allocate_slow      (allocation word used up: the current
+//                                     span's next word, other spans,
 //                                     central cache, page heap)
 //   deallocate -> deallocate_slow    (not ours: remote, large, invalid)
 //              -> span_countdown_hit (the span became empty, or a sleeping
 //                                     span collected enough frees to wake)
-//   allocate   -> unmarked_free_block (a block on a list without its free
-//                                     mark: freed twice, or written after
-//                                     free; frontend/misuse.h)
+//              -> block_freed_twice  (its bit was set already)
 //
-// "Not initialised yet" looks like "allocation list empty": a new thread's
-// pointer starts at an empty static cache whose lists are empty and which
+// "Not initialised yet" looks like "allocation word empty": a new thread's
+// pointer starts at an empty static cache whose words are empty and which
 // owns no span, so both fast paths fall into their slow paths without an
 // extra test. A thread gets a cache of its own only once it proves busy;
 // until then (a *young* thread) it allocates one block at a time from the
@@ -34,7 +32,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/free_list.h"
 #include "core/page_map.h"
 #include "core/size_classes.h"
 #include "core/span.h"
@@ -45,36 +42,38 @@
 
 namespace strata::detail {
 
-// The blocks malloc hands out next, for one class: a list of `avail` blocks
-// of the class's current span. The fast path tests the head (a static empty
-// cache shared by threads without a cache of their own is never written)
-// and counts `avail` down so that statistics know what is cached.
-struct AllocList {
-  void* head = nullptr;
-  std::int64_t avail = 0;
+// The blocks malloc hands out next, for one class: free bits taken from one
+// word of the class's current span, block i at `base + i * size`. The fast
+// path takes the lowest bit (a static empty cache shared by threads without
+// a cache of their own is never written); the word's blocks are in address
+// order, so a run of mallocs walks up through the span.
+struct AllocWord {
+  std::uint64_t bits = 0;
+  std::uintptr_t base = 0;
+  std::uint64_t size = 0;        // the class's block size (set when the cache is made)
+  std::uint32_t span_word = 0;   // which word of the current span the bits came from
+  std::uint32_t unused_ = 0;     // 32 bytes: the slow path finds the class with a shift
 };
+static_assert(sizeof(AllocWord) == 32, "class_of_offset shifts by 5");
 
 struct ThreadCacheStats {
-  std::uint64_t allocs_slow = 0;       // slow-path allocations
   std::uint64_t frees_slow = 0;
   std::uint64_t remote_frees = 0;      // blocks sent to other owners
   std::uint64_t remote_received = 0;   // blocks received through the inbox
   std::uint64_t batches_sent = 0;
   std::uint64_t spans_adopted = 0;
   std::uint64_t spans_new = 0;
-  std::uint64_t lists_taken = 0;       // allocation lists taken from spans in O(1)
+  std::uint64_t words_taken = 0;       // allocation words taken from spans in O(1)
   std::uint64_t parked_bytes = 0;      // pages of partly used spans given back
 };
 
 // 4096-aligned, the first OS page holding what every thread touches (the
-// fast paths' lists, the outbox, the inbox), the later pages what only a
+// fast paths' allocation words, the outbox, the inbox), the later pages what only a
 // thread owning spans touches.
 class alignas(4096) ThreadCache {
  public:
   // --- page 1: hot ---------------------------------------------------------
-  std::uintptr_t key = 0;  // == g_list_key, kept here to save a load per op
-  std::uintptr_t unused_ = 0;
-  AllocList lists[kNumClasses];
+  AllocWord words[kNumClasses];
   Outbox outbox;
   Parcel* spare_parcels = nullptr;  // drained parcels kept for our own next batches
   std::uint32_t spare_parcel_count = 0;
@@ -84,20 +83,20 @@ class alignas(4096) ThreadCache {
   Inbox inbox;
 
   // --- later pages: the spans this cache owns ------------------------------
-  Span* current[kNumClasses] = {};  // the span the allocation list comes from
+  Span* current[kNumClasses] = {};  // the span the allocation word comes from
   SpanList partial[kNumClasses];    // owned awake spans with free blocks (empty ones at the back)
   SpanList sleeping;                // owned spans asleep since they were full, all classes
   // Empty spans kept for reuse: up to kBurstKeptFactor * max_kept_bytes
   // (STRATA_THREAD_CACHE_BYTES) while a burst lasts, at most max_kept_bytes
   // of them once idle for a decay period (release_idle_surplus).
+  std::uint32_t spans_taken = 0;     // from the page heap or the central cache since this thread began
   std::size_t kept_empty_bytes = 0;
   std::size_t max_kept_bytes = 0;
   std::uint64_t next_scavenge_ns = 0;
   std::uint64_t next_surplus_check_ns = 0;
   std::uint32_t scavenge_epoch = 0;  // 1 + scavenges so far (set at creation: the static caches stay in .bss)
-  std::uint32_t spans_taken = 0;     // from the page heap or the central cache since this thread began
   std::uint8_t paged_requests[kNumClasses] = {};  // blocks over 2 KiB served as spans of their own, per class
-  std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its list runs dry at a sampled allocation
+  std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its word runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
 };
@@ -125,63 +124,94 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
 // it takes the call site itself (its return address is then the program's),
 // so that the fast path spends nothing on it (reading the return address
 // there makes GCC give malloc a stack frame: two instructions).
-void* allocate_slow_from_entry(std::size_t cls, std::size_t size) noexcept;
+// Its arguments come in the order the fast path holds them in (the size in
+// the first argument register already): no moves before the jump.
+void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept;
 void deallocate_slow(void* block) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
-[[noreturn]] void unmarked_free_block(void* block) noexcept;
+// A free whose block's bit was set already: reports and aborts. Not marked
+// noreturn, so that the fast path reaches it with a jump (no stack frame).
+void free_of_a_free_block(void* block) noexcept;
 
-// Byte offset of class `cls`'s allocation list inside a ThreadCache, and back.
-inline constexpr std::uintptr_t kListsOffset = 16;
-inline constexpr std::uintptr_t list_offset(std::size_t cls) noexcept {
-  return kListsOffset + cls * sizeof(AllocList);
+// Byte offset of class `cls`'s allocation word inside a ThreadCache, and back.
+inline constexpr std::uintptr_t kWordsOffset = 0;
+inline constexpr std::uintptr_t word_offset(std::size_t cls) noexcept {
+  return kWordsOffset + cls * sizeof(AllocWord);
 }
 inline constexpr std::size_t class_of_offset(std::uintptr_t offset) noexcept {
-  return (offset - kListsOffset) / sizeof(AllocList);
+  return (offset - kWordsOffset) / sizeof(AllocWord);  // a shift: 32-byte words
 }
 
-inline AllocList& list_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
-  return *reinterpret_cast<AllocList*>(reinterpret_cast<char*>(cache) + offset);
+inline AllocWord& word_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
+  return *reinterpret_cast<AllocWord*>(reinterpret_cast<char*>(cache) + offset);
 }
 
-// Hands out the head of a non-empty allocation list.
-inline void* pop_block(ThreadCache* cache, AllocList& list, void* block) noexcept {
-  std::uintptr_t key = cache->key;
-  if (__builtin_expect(!take_free_mark(block, key), 0)) unmarked_free_block(block);
-  list.head = reinterpret_cast<void*>(encode_link(static_cast<FreeBlock*>(block)->encoded_next, key));
-  --list.avail;
-  return block;
+// The lowest block of an allocation word whose bits are `bits`, taken;
+// nullptr when the word is empty. On x86-64 `bsf` finds the bit and its
+// zero flag is the empty test, `btr` clears the bit: 4 instructions.
+inline void* take_lowest_block(AllocWord& word, std::uint64_t bits) noexcept {
+  std::uint64_t index;
+#if defined(__x86_64__)
+  asm goto("bsfq %[bits], %[index]\n\tje %l[empty]" : [index] "=r"(index) : [bits] "r"(bits) : "cc" : empty);
+  asm("btrq %[index], %[bits]" : [bits] "+r"(bits) : [index] "r"(index) : "cc");
+#else
+  if (bits == 0) goto empty;
+  index = static_cast<std::uint64_t>(__builtin_ctzll(bits));
+  bits &= bits - 1;
+#endif
+  word.bits = bits;
+  return reinterpret_cast<void*>(word.base + index * word.size);
+empty:
+  return nullptr;
 }
 
-// The head of the calling thread's allocation list at `offset` =
-// list_offset(class), taken; nullptr when the list is empty.
-inline void* take_listed_block(std::uintptr_t offset) noexcept {
-  ThreadCache* cache = t_cache;
-  AllocList& list = list_at(cache, offset);
-  void* block = list.head;
-  if (__builtin_expect(block == nullptr, 0)) return nullptr;
-  return pop_block(cache, list, block);
+// The next block of the calling thread's allocation word at `offset` =
+// word_offset(class), taken; nullptr when the word is empty.
+inline void* take_word_block(std::uintptr_t offset) noexcept {
+  AllocWord& word = word_at(t_cache, offset);
+  return take_lowest_block(word, word.bits);
 }
 
 // Fast path of every small malloc; `size` is the request (only the slow
 // path looks at it, and at the call site, which is evaluated there: in
 // malloc, the program's).
 inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
-  void* block = take_listed_block(offset);
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow_from_entry(class_of_offset(offset), size);
-  return block;
+  // The word's fields addressed as cache + offset + field, so that each
+  // access folds the offset into its address (no add to form the pointer).
+  char* cache = reinterpret_cast<char*>(t_cache);
+  auto field = [&cache, offset](std::size_t at) -> std::uint64_t& {
+    return *reinterpret_cast<std::uint64_t*>(cache + offset + at);
+  };
+  std::uint64_t bits = field(offsetof(AllocWord, bits));
+  std::uint64_t index;
+#if defined(__x86_64__)
+  asm goto("bsfq %[bits], %[index]\n\tje %l[empty]" : [index] "=r"(index) : [bits] "r"(bits) : "cc" : empty);
+  asm("btrq %[index], %[bits]" : [bits] "+r"(bits) : [index] "r"(index) : "cc");
+#else
+  if (__builtin_expect(bits == 0, 0)) goto empty;
+  index = static_cast<std::uint64_t>(__builtin_ctzll(bits));
+  bits &= bits - 1;
+#endif
+  asm("" : "+r"(cache));  // keeps GCC from forming cache + offset once in a register
+  field(offsetof(AllocWord, bits)) = bits;
+  return reinterpret_cast<void*>(field(offsetof(AllocWord, base)) + index * field(offsetof(AllocWord, size)));
+empty:
+  return allocate_slow_from_entry(size, offset);
 }
 
 // The same for callers that already hold the call site (and maybe ask for
 // an alignment the class has).
 inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site, std::size_t alignment = 0) noexcept {
-  void* block = take_listed_block(offset);
+  void* block = take_word_block(offset);
   if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size, site, alignment);
   return block;
 }
 
-// Pushes a block of a span `cache` owns onto the span's list.
+// Gives a block of a span `cache` owns back to the span (its bit). The
+// slow paths leave by jumps: no stack frame on the fast path.
 inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (__builtin_expect(push_block(span, block, cache->key), 0)) span_countdown_hit(cache, span);
+  if (__builtin_expect(set_free_bit(span, block), 0) && STRATA_CHECK_DOUBLE_FREE) return free_of_a_free_block(block);
+  if (__builtin_expect(count_block_back(span->countdown), 0)) return span_countdown_hit(cache, span);
 }
 
 // Fast path of every free: a block of a span this thread owns. The page's
@@ -203,12 +233,12 @@ inline void deallocate(void* block) noexcept {
 // `create` is false) or when the OS refuses memory.
 ThreadCache* current_cache(bool create = true) noexcept;
 
-// Gives everything a cache holds back: allocation lists to their spans,
+// Gives everything a cache holds back: allocation words to their spans,
 // owned spans to the central cache, the outbox to its destinations (thread
 // exit).
 void release_thread_cache(ThreadCache* cache) noexcept;
 
-// Gives back what the calling thread can: allocation lists to their spans,
+// Gives back what the calling thread can: allocation words to their spans,
 // empty spans to the page heap, unused pages of its partly used spans to
 // the OS, the outbox to its destinations (strata_release_free_memory).
 std::size_t flush_thread_cache(ThreadCache* cache) noexcept;
@@ -220,7 +250,7 @@ void housekeeping(ThreadCache* cache) noexcept;
 // Sends the outbox's batches now.
 void flush_outbox(ThreadCache* cache) noexcept;
 
-// Drains the inbox: blocks of our spans join their spans' lists (blocks of
+// Drains the inbox: blocks of our spans set their bits (blocks of
 // spans we no longer own are sent on).
 void drain_inbox(ThreadCache* cache) noexcept;
 

@@ -6,6 +6,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <ctime>
 #include <elf.h>
 #include <fcntl.h>
@@ -107,6 +110,16 @@ void os_fatal(const char* message) noexcept {
   os_write_stderr(message);
   os_write_stderr("\n");
   abort();
+}
+
+bool os_cpu_has_popcnt() noexcept {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  return (ecx & bit_POPCNT) != 0;
+#else
+  return false;
+#endif
 }
 
 std::uint64_t os_random_u64() noexcept {

@@ -39,6 +39,10 @@ void os_write_stderr_u64(std::uint64_t value, int base) noexcept;
 // 64 random bits from the kernel (AT_RANDOM, mixed with time and address).
 std::uint64_t os_random_u64() noexcept;
 
+// Whether the CPU has the popcnt instruction (x86-64's baseline does not;
+// every x86-64 CPU since 2008-2011 does).
+bool os_cpu_has_popcnt() noexcept;
+
 // CLOCK_MONOTONIC_COARSE in nanoseconds, read through the vDSO (no system
 // call, and no libc time code touched).
 std::uint64_t os_monotonic_coarse_ns() noexcept;

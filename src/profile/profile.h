@@ -7,9 +7,9 @@
 // How a sample happens (docs/profiling.md has the whole story):
 //   1. every thread counts allocated bytes down from an exponentially
 //      distributed interval (mean STRATA_PROFILE_SAMPLE bytes), on its slow
-//      paths only: a thread cache counts a whole allocation list when it
-//      forms one, and cuts the list short where a sampling point falls, so
-//      that the list runs dry at the sampled allocation (the fast paths
+//      paths only: a thread cache counts a whole allocation word when it
+//      takes one, and cuts the word short where a sampling point falls, so
+//      that the word runs dry at the sampled allocation (the fast paths
 //      count nothing);
 //   2. the allocation that crosses zero is served by allocate_sampled: a span
 //      of its own from the page heap, with the call stack recorded;

@@ -50,18 +50,23 @@ void inspect_cache(ThreadCache* cache, void* context) {
   std::size_t kept = 0;
 
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    const AllocList& list = cache->lists[cls];
+    const AllocWord& word = cache->words[cls];
     const Span* current = cache->current[cls];
     const std::size_t capacity = class_info(cls).span_objects;
-    std::uint64_t length = 0;
-    for (void* b = list.head; b != nullptr; b = list_next(b)) {
-      if (++length > capacity) model_violation("allocation list longer than a span", b, class_size(cls), length);
-      if (g_page_map.lookup(b) != current)
-        model_violation("allocation list holds a block of another span than the current one", b, class_size(cls), cls);
+    std::uint64_t length = static_cast<std::uint64_t>(__builtin_popcountll(word.bits));
+    if (length != 0) {
+      if (current == nullptr) model_violation("an allocation word without a current span", cache, cls, length);
+      if (word.size != class_size(cls)) model_violation("an allocation word of the wrong size", cache, word.size, cls);
+      std::uint64_t highest = 63 - static_cast<std::uint64_t>(__builtin_clzll(word.bits));
+      void* first = reinterpret_cast<void*>(word.base + std::uint64_t(__builtin_ctzll(word.bits)) * word.size);
+      void* last = reinterpret_cast<void*>(word.base + highest * word.size);
+      if (g_page_map.lookup(first) != current || g_page_map.lookup(last) != current ||
+          cache->words[cls].span_word * 64 + highest >= capacity)
+        model_violation("an allocation word reaches past its current span", first, class_size(cls), cls);
+      // Its blocks are out of the span: their bits there are clear.
+      if ((current->free_bits[cache->words[cls].span_word] & word.bits) != 0)
+        model_violation("a block is both on an allocation word and free in its span", first, class_size(cls), cls);
     }
-    if (list.avail < 0 || static_cast<std::uint64_t>(list.avail) != length)
-      model_violation("allocation list's count is not its length", list.head, class_size(cls),
-                      static_cast<std::size_t>(list.avail));
     holdings.listed[cls] += length;
     holdings.listed_bytes += length * class_size(cls);
 
@@ -132,11 +137,12 @@ void inspect_span(const Span* span, void* context) {
   if (cls == 0 || cls >= kNumClasses) model_violation("a small span without a class", span->start(), span->bytes(), cls);
   const std::size_t size = class_size(cls);
   ++holdings.spans[cls];
-  std::uint64_t listed = 0;
-  for (void* b = span->free_list; b != nullptr; b = list_next(b))
-    if (++listed > span->capacity) model_violation("a span's free list is longer than the span", b, size, listed);
-  const std::uint64_t uncarved = (span->carve_end - span->carve_next) / size;
-  holdings.free_blocks[cls] += listed + uncarved + span->parked_blocks;
+  std::uint64_t free = 0;
+  for (std::size_t w = 0; w < kFreeWords; ++w) free += static_cast<std::uint64_t>(__builtin_popcountll(span->free_bits[w]));
+  if (free > span->capacity) model_violation("a span has more free bits than blocks", span->start(), size, free);
+  for (std::size_t i = span->capacity; i < kFreeWords * 64; ++i)
+    if ((span->free_bits[i / 64] >> (i % 64)) & 1) model_violation("a free bit past a span's last block", span->start(), size, i);
+  holdings.free_blocks[cls] += free;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -83,74 +84,102 @@ TEST(CentralCache, AdoptedSpansServeTheNextThread) {
   strata_free(probe);
 }
 
+namespace {
+
+std::uint32_t free_bits_set(const Span* span) {
+  std::uint32_t n = 0;
+  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
+  return n;
+}
+
+}  // namespace
+
 TEST(CentralCache, BlockCountsAddUp) {
-  // carve / take / push keep: allocated + listed + uncarved + parked == capacity,
-  // with the free list's length known from two numbers, never a walk.
-  const std::size_t cls = 10;
+  // take a word / take one / free / give bits back keep: blocks out + free
+  // bits == capacity, with the number of free blocks known from the
+  // countdown, never a count of bits.
+  const std::size_t cls = 1;  // 16 B: 512 blocks, eight words
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   ASSERT_NE(span, nullptr);
   init_small_span(span, cls, nullptr);
-  auto walk = [&] {
-    std::uint32_t n = 0;
-    for (void* b = span->free_list; b; b = list_next(b)) ++n;
-    return n;
-  };
   auto check = [&] {
-    EXPECT_EQ(span_listed(span), walk());
-    EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
+    EXPECT_EQ(span_free_count(span), free_bits_set(span));
+    EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity);
   };
-  std::uint32_t carved = 0;
-  void* head = carve_blocks(span, 7, g_list_key, carved);
-  EXPECT_EQ(carved, 7u);
-  EXPECT_EQ(span_allocated(span), 7u);
   check();
-  void* b = head;
-  for (int i = 0; i < 3; ++i) {
-    void* next = list_next(b);
-    EXPECT_FALSE(push_block(span, b, g_list_key));
-    b = next;
-  }
-  EXPECT_EQ(span_allocated(span), 4u);
+  EXPECT_EQ(span_free_count(span), 512u) << "a fresh span: every block free, none touched";
+  TakenWord taken{};
+  ASSERT_TRUE(take_free_word(span, taken));
+  EXPECT_EQ(taken.word, 0u);
+  EXPECT_EQ(taken.bits, ~std::uint64_t{0}) << "the lowest word, whole";
+  EXPECT_EQ(taken.base, reinterpret_cast<std::uintptr_t>(span->start()));
+  EXPECT_EQ(span_allocated(span), 64u);
   check();
-  std::uint32_t taken = 0;
-  take_free_list(span, taken);
-  EXPECT_EQ(taken, 3u) << "the list's length came from the counts";
-  EXPECT_EQ(span_allocated(span), 7u);
+  void* one = take_one_block(span);
+  EXPECT_EQ(one, static_cast<char*>(span->start()) + 64 * 16) << "the lowest free block";
+  EXPECT_EQ(span_allocated(span), 65u);
   check();
+  // Three blocks of the taken word are handed out and freed; the rest goes back.
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(free_block(span, reinterpret_cast<void*>(taken.base + i * 16)));
+  EXPECT_EQ(span_allocated(span), 62u);
+  check();
+  EXPECT_FALSE(return_free_bits(span, taken.word, taken.bits & ~std::uint64_t{7}));
+  EXPECT_EQ(span_allocated(span), 1u);
+  check();
+  EXPECT_TRUE(free_block(span, one)) << "the last block back empties the span";
+  EXPECT_EQ(free_bits_set(span), 512u);
+  verify_empty_span(span);
   g_page_heap.deallocate(span);
 }
 
-// A span's last unit usually ends in the tail its last block leaves (8 KiB of
-// 48-byte blocks: 170 blocks, 32 bytes left). Once the span is carved to its
-// end, that unit holds no block to come, so it goes back like any other when
-// its blocks are free. (It never did: the unit reached past the carving
-// point, and the scan stopped there.)
-TEST(SpanBlocks, EveryFreeUnitOfAFullyCarvedSpanIsParked) {
+// Free bits past a span's last block never exist: a class whose blocks do
+// not fill the last word (48 B: 170 blocks, 2 words and 42 bits).
+TEST(SpanBlocks, NoFreeBitPastTheLastBlock) {
   const std::size_t cls = 3;
   ASSERT_EQ(class_size(cls), 48u);
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   ASSERT_NE(span, nullptr);
   init_small_span(span, cls, nullptr);
-  ASSERT_NE(span->bytes() % 48, 0u) << "the span has a tail";
+  EXPECT_EQ(span->free_bits[2], (std::uint64_t{1} << 42) - 1);
+  for (std::size_t w = 3; w < kFreeWords; ++w) EXPECT_EQ(span->free_bits[w], 0u);
+  std::vector<void*> blocks;
+  while (void* b = span_has_free_blocks(span) ? take_one_block(span) : nullptr) blocks.push_back(b);
+  ASSERT_EQ(blocks.size(), 170u);
+  EXPECT_TRUE(std::is_sorted(blocks.begin(), blocks.end())) << "lowest addresses first";
+  EXPECT_EQ(blocks.back(), static_cast<char*>(span->start()) + 169 * 48);
+  for (std::size_t i = 0; i + 1 < blocks.size(); ++i) EXPECT_FALSE(free_block(span, blocks[i]));
+  EXPECT_TRUE(free_block(span, blocks.back()));
+  g_page_heap.deallocate(span);
+}
+
+// A span's last unit usually ends in the tail its last block leaves (8 KiB of
+// 48-byte blocks: 170 blocks, 32 bytes left): it goes back like any other
+// unit when the blocks that overlap it are free. A unit goes back only when
+// every block overlapping it is free, and its blocks stay free in the bits:
+// handed out again, they fault their pages back in.
+TEST(SpanBlocks, EveryFreeUnitIsParkedAndItsBlocksStayFree) {
+  const std::size_t cls = 3;
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  ASSERT_NE(span, nullptr);
+  init_small_span(span, cls, nullptr);
   ASSERT_EQ(span->bytes(), std::size_t{8192});
   std::vector<void*> blocks;
-  while (blocks.size() < span->capacity) {
-    std::uint32_t carved = 0;
-    void* head = carve_blocks(span, span->capacity, g_list_key, carved);
-    ASSERT_GT(carved, 0u);
-    for (void* b = head; b != nullptr; b = list_next(b)) blocks.push_back(b);
-  }
-  ASSERT_GE(span->carve_next, span->carve_end);
-  std::sort(blocks.begin(), blocks.end());
+  while (span_has_free_blocks(span)) blocks.push_back(take_one_block(span));
+  for (void* b : blocks) std::memset(b, 0x5a, 48);  // resident
   // Block 0 stays in use: unit 0 must stay, unit 1 (the tail's) must go.
-  for (std::size_t i = 1; i < blocks.size(); ++i) EXPECT_FALSE(push_block(span, blocks[i], g_list_key));
-  std::size_t released = park_free_units(span, g_list_key);
+  for (std::size_t i = 1; i < blocks.size(); ++i) EXPECT_FALSE(free_block(span, blocks[i]));
+  std::size_t released = park_free_units(span);
   EXPECT_EQ(span->parked_units, std::uint64_t{2}) << "only the second unit is free";
   EXPECT_EQ(released, std::size_t{4096});
-  EXPECT_EQ(span->parked_blocks, 170u - 86u) << "blocks 86..169 start in the second unit";
-  EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
-  EXPECT_EQ(unpark_blocks(span, g_list_key), 170u - 86u);
-  EXPECT_EQ(span_listed(span), 169u);
-  EXPECT_TRUE(push_block(span, blocks[0], g_list_key)) << "the last block back empties the span";
+  EXPECT_EQ(park_free_units(span), 0u) << "a parked unit is not given back twice";
+  EXPECT_EQ(span_free_count(span), 169u) << "parked blocks are still free";
+  EXPECT_EQ(static_cast<unsigned char*>(blocks[100])[0], 0u) << "their pages came back zeroed";
+  TakenWord taken{};
+  ASSERT_TRUE(take_free_word(span, taken));
+  EXPECT_EQ(taken.word, 0u);
+  ASSERT_TRUE(take_free_word(span, taken));
+  EXPECT_EQ(taken.word, 1u);
+  EXPECT_EQ(span->parked_units, 0u) << "taking blocks of a parked unit forgets it";
+  EXPECT_FALSE(return_free_bits(span, 1, taken.bits));
   g_page_heap.deallocate(span);
 }

@@ -98,7 +98,7 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
 
 // Both kinds of inbox item reach the owner: parcels (from a thread's outbox)
 // and single blocks (from a thread without a cache); each block joins its
-// own span's free list, exactly once. Drained parcels become the owner's
+// own span (its bit), exactly once. Drained parcels become the owner's
 // spares, up to a bound.
 TEST(RemoteFree, ParcelsAndSingleBlocksReachTheirSpans) {
   constexpr int kBlocks = 200;  // three full parcels and a partial one
@@ -118,7 +118,7 @@ TEST(RemoteFree, ParcelsAndSingleBlocksReachTheirSpans) {
     EXPECT_LE(cache->spare_parcel_count, Parcel::kMaxSpares);
     for (void* b : blocks) {
       Span* span = g_page_map.lookup(b);
-      EXPECT_TRUE(span_list_contains(span, b, g_list_key) || span->kept_empty || span_allocated(span) == 0)
+      EXPECT_TRUE(block_is_free(span, b) || span->kept_empty || span_allocated(span) == 0)
           << "every block reached its span";
     }
     strata_free(keep);

@@ -3,6 +3,7 @@
 // full spans, young threads, thread-exit return, and cross-thread frees
 // through outbox and inbox.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
@@ -22,10 +23,10 @@ using namespace strata::detail;
 
 namespace {
 
-// Blocks on a span's own free list, by walking it.
-std::uint32_t listed_by_walk(const Span* span) {
+// Free bits set in a span.
+std::uint32_t free_bits_set(const Span* span) {
   std::uint32_t n = 0;
-  for (void* b = span->free_list; b != nullptr; b = list_next(b)) ++n;
+  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
   return n;
 }
 
@@ -40,12 +41,29 @@ void for_each_owned_span(ThreadCache* cache, Visit&& visit) {
 }
 
 // The counting invariant of core/span.h for every span `cache` owns, with
-// the allocation lists counted as out of their spans.
+// the allocation words counted as out of their spans (their bits are clear
+// in the span).
 void expect_counts_add_up(ThreadCache* cache) {
   for_each_owned_span(cache, [](const Span* span) {
-    EXPECT_EQ(span_listed(span), listed_by_walk(span)) << "listed_mark tracks the list";
-    EXPECT_EQ(span_allocated(span) + span_listed(span) + span_uncarved(span) + span->parked_blocks, span->capacity);
+    EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity);
   });
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    if (const Span* span = cache->current[cls]) {
+      EXPECT_EQ(span->free_bits[cache->words[cls].span_word] & cache->words[cls].bits, 0u)
+          << "a block on the allocation word is not free in its span";
+    }
+  }
+}
+
+// Pages of [p, p + bytes) resident now.
+std::size_t resident_pages(const void* p, std::size_t bytes) {
+  auto start = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{4095};
+  std::size_t pages = (reinterpret_cast<std::uintptr_t>(p) + bytes - start + 4095) / 4096;
+  std::vector<unsigned char> in_core(pages);
+  if (mincore(reinterpret_cast<void*>(start), pages * 4096, in_core.data()) != 0) return pages;
+  std::size_t n = 0;
+  for (unsigned char c : in_core) n += c & 1;
+  return n;
 }
 
 // The distinct spans of a list, in address order.
@@ -252,36 +270,38 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
   owner.join();
 }
 
-// Carving writes a link into every block it puts on a list, so a page it
-// reaches becomes resident: a thread that has taken few spans carves no
-// further than the OS page the carve starts in (a short program touches a
-// page per class it uses, not a batch's worth); a busy one gets whole
-// batches (fewer slow paths).
-TEST(ThreadCache, CarvingStaysInOnePageUntilTheThreadIsBusy) {
+// Neither malloc nor free writes into a block: blocks the program never
+// touches cost no memory (a program that allocates a large buffer pool and
+// uses a little of it; seed 001 and 004, which never write their blocks).
+TEST(ThreadCache, MallocAndFreeNeverTouchABlock) {
   std::thread([] {
-    std::vector<void*> young;
-    for (int i = 0; i < 300; ++i) young.push_back(strata_malloc(16));  // past the young phase
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
     ThreadCache* cache = current_cache(false);
     ASSERT_NE(cache, nullptr);
-    const std::size_t cls = size_to_class(1024);
-    ASSERT_GT(class_info(cls).batch * class_size(cls), std::size_t{4096}) << "the class's batch spans pages";
+    strata_release_free_memory();  // free pages of other tests' spans read as untouched again
+    const std::size_t size = 1024;
     std::vector<void*> blocks;
-    for (int i = 0; i < 40; ++i) {
-      blocks.push_back(strata_malloc(1024));
-      const void* last = blocks.back();
-      std::uintptr_t reached = reinterpret_cast<std::uintptr_t>(last) + class_size(cls);
-      // Every listed block lies in the OS page of the last block handed out, or below.
-      for (void* b = cache->lists[cls].head; b != nullptr; b = list_next(b))
-        ASSERT_LT(reinterpret_cast<std::uintptr_t>(b) & ~std::uintptr_t{4095}, (reached + 4095) & ~std::uintptr_t{4095})
-            << "block " << i << ": the list reaches past the page being carved";
+    for (int i = 0; i < 8192; ++i) blocks.push_back(strata_malloc(size));  // 8 MiB
+    std::size_t fresh = 0, resident = 0;
+    for (void* b : blocks) {
+      Span* span = g_page_map.lookup(b);
+      if (span->owner.load() != cache) continue;
+      ++fresh;
+      resident += resident_pages(b, size) != 0;
     }
-    ASSERT_LT(cache->spans_taken, 64u);
+    ASSERT_GT(fresh, 7000u) << "most blocks come from spans this thread took";
     for (void* b : blocks) strata_free(b);
-    for (void* b : young) strata_free(b);
+    std::size_t resident_after = 0;
+    for (void* b : blocks) resident_after += resident_pages(b, size) != 0;
+    // Spans this thread took from the central cache may have been touched by
+    // earlier tests: allow a few.
+    EXPECT_LT(resident, fresh / 20) << "malloc wrote into blocks";
+    EXPECT_LT(resident_after, blocks.size() / 20) << "free wrote into blocks";
+    expect_counts_add_up(cache);
   }).join();
 }
 
-TEST(ThreadCache, AnEmptiedSpanIsReusedWithoutAWalkAndCarvedInAddressOrder) {
+TEST(ThreadCache, AnEmptiedSpanIsKeptWithoutAWalkAndServesAgainInAddressOrder) {
   std::thread([] {
     for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
     ThreadCache* cache = current_cache(false);
@@ -293,15 +313,13 @@ TEST(ThreadCache, AnEmptiedSpanIsReusedWithoutAWalkAndCarvedInAddressOrder) {
     for (std::uint32_t i = 0; i < 3 * per_span; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
     ASSERT_NE(first, cache->current[cls]);
-    // Freed in random order: the span empties and is kept for reuse, its blocks
-    // unlisted (to be carved again), not walked.
+    // Freed in random order: the span empties and is kept for reuse, every
+    // bit set.
     std::vector<void*> mine(blocks.begin(), blocks.begin() + per_span);
     std::shuffle(mine.begin(), mine.end(), std::mt19937(3));
     for (void* b : mine) strata_free(b);
     ASSERT_TRUE(first->kept_empty);
-    EXPECT_EQ(first->free_list, nullptr);
-    EXPECT_EQ(first->carve_next, reinterpret_cast<std::uintptr_t>(first->start()));
-    EXPECT_EQ(first->marked_end, first->carve_end) << "every block keeps the mark its free wrote";
+    EXPECT_EQ(free_bits_set(first), per_span);
     expect_counts_add_up(cache);
     // Used up the other spans first, then this one: in address order.
     for (std::uint32_t i = per_span; i < blocks.size(); ++i) strata_free(blocks[i]);
@@ -311,36 +329,60 @@ TEST(ThreadCache, AnEmptiedSpanIsReusedWithoutAWalkAndCarvedInAddressOrder) {
     std::vector<void*> from_first;
     for (void* b : again)
       if (g_page_map.lookup(b) == first) from_first.push_back(b);
-    EXPECT_EQ(from_first.size(), per_span) << "the recycled span served again, whole";
-    EXPECT_TRUE(std::is_sorted(from_first.begin(), from_first.end())) << "carved in address order";
+    EXPECT_EQ(from_first.size(), per_span) << "the kept span served again, whole";
+    EXPECT_TRUE(std::is_sorted(from_first.begin(), from_first.end())) << "in address order";
     expect_counts_add_up(cache);
     for (void* b : again) strata_free(b);
   }).join();
 }
 
-TEST(ThreadCacheDeathTest, ADoubleFreeThatEmptiesASpanEarlyIsCaughtBeforeALiveBlockIsHandedOut) {
+TEST(ThreadCacheDeathTest, ASecondFreeOfABlockIsCaughtAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       std::thread([] {
         for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-        const std::size_t size = 256;
-        const std::uint32_t per_span = class_info(size_to_class(size)).span_objects;
         std::vector<void*> blocks;
-        for (std::uint32_t i = 0; i < 3 * per_span; ++i) blocks.push_back(strata_malloc(size));
-        void* live = blocks[1];
-        std::memset(live, 0x5a, size);  // in use: the program's data fills it
-        // Block 0 freed twice, block 1 never: the span's count says empty.
-        strata_free(blocks[0]);
-        strata_free(blocks[0]);
-        for (std::uint32_t i = 2; i < per_span; ++i) strata_free(blocks[i]);
-        // The span is reused; block 1 must never be handed out while in use.
-        for (int i = 0; i < 4 * static_cast<int>(per_span); ++i) {
-          void* p = strata_malloc(size);
-          if (p == live) std::fprintf(stderr, "handed out a block in use\n");
-        }
+        for (int i = 0; i < 100; ++i) blocks.push_back(strata_malloc(256));
+        strata_free(blocks[7]);
+        strata_free(blocks[7]);
+        std::fprintf(stderr, "not caught\n");
         std::exit(0);
       }).join(),
-      "double free \\(a span whose blocks all came back still holds this one in use");
+      "double free");
+}
+
+// A block freed again while it waits on its thread's allocation word (freed,
+// then taken back with its word, not handed out yet) is not free in its
+// span, so the second free finds its bit clear; it is caught when the
+// span's count says empty while the word still holds blocks.
+TEST(ThreadCacheDeathTest, ASecondFreeOfABlockOnTheAllocationWordIsCaughtWhenItsSpanEmpties) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+        ThreadCache* cache = current_cache(false);
+        const std::size_t size = 512;  // 16 blocks a span; a span with 2 free blocks is worth a word
+        const std::size_t cls = size_to_class(size);
+        const std::uint32_t per_span = class_info(cls).span_objects;
+        if (class_info(cls).wake_frees != 2) std::exit(2);
+        // Use up whatever the class's current span has, then one whole span.
+        std::vector<void*> warm;
+        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(size));
+        std::vector<void*> blocks;
+        for (std::uint32_t i = 0; i < per_span; ++i) blocks.push_back(strata_malloc(size));
+        Span* span = g_page_map.lookup(blocks[0]);
+        if (cache->current[cls] != span || cache->words[cls].bits != 0) std::exit(3);
+        strata_free(blocks[0]);
+        strata_free(blocks[1]);
+        void* again = strata_malloc(size);  // takes the word {0, 1}, hands out block 0
+        if (again != blocks[0]) std::exit(4);
+        strata_free(blocks[1]);  // on the word: not free in the span yet
+        for (std::uint32_t i = 0; i < per_span; ++i)
+          if (i != 1) strata_free(blocks[i]);
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free");
 }
 
 TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
