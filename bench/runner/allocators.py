@@ -18,8 +18,8 @@ SEARCH_DIRS = ["/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/loca
 # - heap profiling off (STRATA_PROFILE_SAMPLE=0; issue 12: sampling is on by
 #   default, so the plain "strata" row is "profiling on" and this row shows
 #   what it costs), in every job;
-# - hardening off: a build with -DSTRATA_HARDENED=OFF (no free-list encoding,
-#   and, with issue 13, no default double-free check), in every job.
+# - hardening off: a build with -DSTRATA_HARDENED=OFF (no default
+#   double-free check, inbox links stored plainly), in every job.
 # The variable and the option are harmless before the features exist: the
 # rows then measure the same allocator as "strata".
 HUGE_PAGES_ROW = "strata (huge pages)"
@@ -27,7 +27,7 @@ PROFILING_OFF_ROW = "strata (profiling off)"
 UNHARDENED_ROW = "strata (unhardened)"
 LEGACY_ROW_NAMES = {"strata (no list encoding)": UNHARDENED_ROW}
 FEATURE_ROWS = [(PROFILING_OFF_ROW, "heap profiling (sampling on by default)"),
-                (UNHARDENED_ROW, "hardening (free-list encoding + double-free check)")]
+                (UNHARDENED_ROW, "hardening (the double-free check)")]
 HUGE_PAGES_JOBS = ("hugepages",)
 # In --quick mode (a smoke test) the feature rows run only in the fast-path
 # jobs, and only the unhardened build under callgrind (valgrind runs are the

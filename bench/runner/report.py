@@ -171,10 +171,10 @@ def fast_path_costs(built, skipped):
     strata against its feature rows: profiling off, hardening off."""
     from .allocators import FEATURE_ROWS, UNHARDENED_ROW
     md = ["## Fast path: what strata's features cost", "",
-          "The row \"strata\" is the default: free-list links stored XOR a per-process secret (issue 5), the "
-          "default double-free check (issue 13) and sampled heap profiling (issue 12) once they exist. "
-          "\"strata (unhardened)\" is the same source built with `-DSTRATA_HARDENED=OFF` (by bench/run, in "
-          "`<build dir>-unhardened`): no list encoding and no double-free check. \"strata (profiling off)\" runs "
+          "The row \"strata\" is the default: the default double-free check (issue 13; since the free bits, "
+          "one branch in free), the encoded links of blocks waiting in an inbox, and sampled heap profiling "
+          "(issue 12). \"strata (unhardened)\" is the same source built with `-DSTRATA_HARDENED=OFF` (by bench/run, "
+          "in `<build dir>-unhardened`): neither the check nor the encoding. \"strata (profiling off)\" runs "
           "the default build with `STRATA_PROFILE_SAMPLE=0`. Instruction counts are exact (valgrind "
           "--tool=callgrind, not affected by load); *inside malloc+free* counts only instructions executed inside "
           "`malloc` and `free` and what they call, *whole loop* adds the call and the PLT jump (the loop's own "
