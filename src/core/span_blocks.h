@@ -92,15 +92,27 @@ struct TakenWord {
 // handed out again and will be touched): statistics count parked pages.
 void unpark_blocks(Span* span, std::uint64_t first, std::uint64_t last) noexcept;
 
+// Blocks at least this large are worth a slow path each rather than a
+// page touched in vain: a word of them takes blocks handed out before
+// (their pages resident) when it has any, and never-used ones one OS page at
+// a time.
+inline constexpr std::size_t kReuseFirstSize = 1024;
+
 // The free bits an allocation word would take from the span: its lowest
 // non-empty word (lowest addresses first: after frees in any order,
-// allocation goes up through the span). With `one_page`, of the blocks never
-// handed out (from `fresh_from` on) only those that start in the OS page of
-// the first of them: a thread that is not busy yet touches a page per class
-// it uses, not a word's worth (a block the allocator hands out is a page
-// the program writes), while blocks handed out before (their pages
-// resident) all come along. False when the span has no free block.
-// Changes nothing: take_word commits.
+// allocation goes up through the span). Blocks never handed out (from
+// `fresh_from` on) cost memory when the program writes them, so two rules
+// keep the word from reaching for them early (a block the allocator hands
+// out is a page the program writes):
+//   - with `one_page` (a thread that is not busy yet), only the never-used
+//     blocks that start in the OS page of the first of them: a short
+//     program touches a page per class it uses, not a word's worth;
+//   - blocks of at least kReuseFirstSize: only blocks handed out before
+//     when the word has any, else never-used ones one OS page at a time (a
+//     program that frees and allocates one 20 KiB buffer over and over
+//     keeps reusing it, instead of walking through the span's 16).
+// Blocks of at most 64 B: a word spans at most two OS pages anyway. False
+// when the span has no free block. Changes nothing: take_word commits.
 inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) noexcept {
   const std::uint32_t words = (span->capacity + 63) / 64;
   std::uint32_t w = 0;
@@ -110,11 +122,13 @@ inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) 
   const std::uintptr_t size = class_size(span->size_class);
   taken.base = span->block_base + std::uintptr_t{w} * 64 * size;
   const std::uint64_t first = std::uint64_t{w} * 64;
-  // (Blocks of at most 64 B: a word spans at most two OS pages anyway.)
-  if (one_page && size > 64 && span->fresh_from < first + 64) {
+  const bool large = size >= kReuseFirstSize;
+  if ((one_page || large) && size > 64 && span->fresh_from < first + 64) {
     std::uint64_t used = span->fresh_from > first ? (std::uint64_t{1} << (span->fresh_from - first)) - 1 : 0;
     std::uint64_t fresh = bits & ~used;
-    if (fresh != 0) {
+    if (large && (bits & used) != 0) {
+      bits &= used;
+    } else if (fresh != 0) {
       constexpr std::uintptr_t kOsPage = 4096;
       std::uintptr_t lowest = taken.base + static_cast<std::uintptr_t>(__builtin_ctzll(fresh)) * size;
       std::uintptr_t reach = (lowest & ~(kOsPage - 1)) + kOsPage - taken.base + size - 1;

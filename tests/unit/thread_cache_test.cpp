@@ -301,6 +301,33 @@ TEST(ThreadCache, MallocAndFreeNeverTouchABlock) {
   }).join();
 }
 
+// A busy thread that frees and allocates one large buffer over and over
+// (a hash table's bucket array, rebuilt) keeps getting the block it had:
+// the allocation word takes blocks handed out before ahead of never-used
+// ones, whose pages the program would make resident one after the other.
+TEST(ThreadCache, ALargeBlockFreedAndAllocatedAgainIsReused) {
+  std::thread([] {
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    const std::size_t size = 20000;
+    for (int i = 0; i < 40; ++i) strata_free(strata_malloc(size));  // past the class's paged requests
+    ASSERT_NE(cache->current[size_to_class(size)], nullptr) << "the class has a span of its own now";
+    std::vector<std::uintptr_t> seen;
+    for (int i = 0; i < 200; ++i) {
+      void* p = strata_malloc(size);
+      std::memset(p, 1, size);
+      // Heap profiling may sample one: a span of its own, not the class's.
+      if (g_page_map.lookup(p)->state == SpanState::kSmall) seen.push_back(reinterpret_cast<std::uintptr_t>(p));
+      strata_free(p);
+    }
+    ASSERT_GT(seen.size(), 150u);
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(std::unique(seen.begin(), seen.end()) - seen.begin(), 1) << "one buffer, one block";
+    expect_counts_add_up(cache);
+  }).join();
+}
+
 TEST(ThreadCache, AnEmptiedSpanIsKeptWithoutAWalkAndServesAgainInAddressOrder) {
   std::thread([] {
     for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
