@@ -55,6 +55,13 @@ void expect_counts_add_up(ThreadCache* cache) {
   }
 }
 
+// Makes the calling thread busy (past the young phase: a cache of its own)
+// and returns its cache.
+ThreadCache* become_busy() {
+  for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+  return current_cache(false);
+}
+
 // Pages of [p, p + bytes) resident now.
 std::size_t resident_pages(const void* p, std::size_t bytes) {
   auto start = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{4095};
@@ -275,8 +282,7 @@ TEST(ThreadCache, RemoteFreesTravelInBatchesAndComeBackToTheOwner) {
 // uses a little of it; seed 001 and 004, which never write their blocks).
 TEST(ThreadCache, MallocAndFreeNeverTouchABlock) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     strata_release_free_memory();  // free pages of other tests' spans read as untouched again
     const std::size_t size = 1024;
@@ -307,8 +313,7 @@ TEST(ThreadCache, MallocAndFreeNeverTouchABlock) {
 // ones, whose pages the program would make resident one after the other.
 TEST(ThreadCache, ALargeBlockFreedAndAllocatedAgainIsReused) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     const std::size_t size = 20000;
     for (int i = 0; i < 40; ++i) strata_free(strata_malloc(size));  // past the class's paged requests
@@ -330,8 +335,7 @@ TEST(ThreadCache, ALargeBlockFreedAndAllocatedAgainIsReused) {
 
 TEST(ThreadCache, AnEmptiedSpanIsKeptWithoutAWalkAndServesAgainInAddressOrder) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     const std::size_t size = 256;
     const std::size_t cls = size_to_class(size);
@@ -416,8 +420,7 @@ TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
   const long decay_before = strata_option_get(STRATA_OPTION_DECAY_MS);
   ASSERT_EQ(strata_option_set(STRATA_OPTION_DECAY_MS, 100), 0);
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     // 16 MiB of 1 KiB blocks: four times STRATA_THREAD_CACHE_BYTES.
     const std::size_t count = 4 * cache->max_kept_bytes / 1024;
@@ -446,8 +449,7 @@ TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
 // through every span of the burst (each one cold again).
 TEST(ThreadCache, ASmallWorkingSetAfterABurstKeepsReusingTheSameSpans) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     std::vector<void*> blocks;
     for (int i = 0; i < 4096; ++i) blocks.push_back(strata_malloc(1024));  // 4 MiB
@@ -482,8 +484,7 @@ TEST(ThreadCache, LargerBlocksAreSpansOfTheirOwnUntilTheThreadKeepsAskingForThei
     void* young = strata_malloc(3000);
     EXPECT_EQ(g_page_map.lookup(young)->state, SpanState::kLarge) << "a young thread's 3000 B block";
     strata_free(young);
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // past the young phase
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
     const std::size_t cls = size_to_class(3000);
     void* first = strata_malloc(3000);
