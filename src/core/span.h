@@ -122,6 +122,13 @@ struct Span {
   }
 };
 
+// The free fast path's fields and the first five words of bits share one
+// cache line; the metadata pool hands out whole lines.
+static_assert(offsetof(Span, free_bits) - offsetof(Span, countdown) == 24 &&
+                  offsetof(Span, countdown) % 64 == 0,
+              "countdown, block_base, index_multiplier and free_bits[0..4] fill one line");
+static_assert(sizeof(Span) == 256, "four cache lines");
+
 // A doubly linked intrusive list of spans (sentinel-free), with both ends
 // known: owners file spans with free blocks at the front and the empty spans
 // they keep at the back.

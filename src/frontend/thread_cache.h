@@ -146,23 +146,31 @@ inline AllocWord& word_at(ThreadCache* cache, std::uintptr_t offset) noexcept {
   return *reinterpret_cast<AllocWord*>(reinterpret_cast<char*>(cache) + offset);
 }
 
-// The lowest block of an allocation word whose bits are `bits`, taken;
-// nullptr when the word is empty. On x86-64 `bsf` finds the bit and its
-// zero flag is the empty test, `btr` clears the bit: 4 instructions.
-inline void* take_lowest_block(AllocWord& word, std::uint64_t bits) noexcept {
-  std::uint64_t index;
+// Finds and clears the lowest set bit of `bits`: false when there is none.
+// On x86-64 `bsf` finds the bit and its zero flag is the empty test, `btr`
+// clears it: 3 instructions, the branch included.
+inline bool take_lowest_bit(std::uint64_t& bits, std::uint64_t& index) noexcept {
 #if defined(__x86_64__)
   asm goto("bsfq %[bits], %[index]\n\tje %l[empty]" : [index] "=r"(index) : [bits] "r"(bits) : "cc" : empty);
   asm("btrq %[index], %[bits]" : [bits] "+r"(bits) : [index] "r"(index) : "cc");
+  return true;
+empty:
+  return false;
 #else
-  if (bits == 0) goto empty;
+  if (bits == 0) return false;
   index = static_cast<std::uint64_t>(__builtin_ctzll(bits));
   bits &= bits - 1;
+  return true;
 #endif
+}
+
+// The lowest block of an allocation word whose bits are `bits`, taken;
+// nullptr when the word is empty.
+inline void* take_lowest_block(AllocWord& word, std::uint64_t bits) noexcept {
+  std::uint64_t index;
+  if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return nullptr;
   word.bits = bits;
   return reinterpret_cast<void*>(word.base + index * word.size);
-empty:
-  return nullptr;
 }
 
 // The next block of the calling thread's allocation word at `offset` =
@@ -184,19 +192,10 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
   };
   std::uint64_t bits = field(offsetof(AllocWord, bits));
   std::uint64_t index;
-#if defined(__x86_64__)
-  asm goto("bsfq %[bits], %[index]\n\tje %l[empty]" : [index] "=r"(index) : [bits] "r"(bits) : "cc" : empty);
-  asm("btrq %[index], %[bits]" : [bits] "+r"(bits) : [index] "r"(index) : "cc");
-#else
-  if (__builtin_expect(bits == 0, 0)) goto empty;
-  index = static_cast<std::uint64_t>(__builtin_ctzll(bits));
-  bits &= bits - 1;
-#endif
+  if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return allocate_slow_from_entry(size, offset);
   asm("" : "+r"(cache));  // keeps GCC from forming cache + offset once in a register
   field(offsetof(AllocWord, bits)) = bits;
   return reinterpret_cast<void*>(field(offsetof(AllocWord, base)) + index * field(offsetof(AllocWord, size)));
-empty:
-  return allocate_slow_from_entry(size, offset);
 }
 
 // The same for callers that already hold the call site (and maybe ask for
