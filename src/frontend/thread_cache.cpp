@@ -604,7 +604,7 @@ __attribute__((noinline)) void deallocate_general(void* block) noexcept {
 
 }  // namespace
 
-void deallocate_slow(void* block) noexcept {
+void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept {
   // The common case first: a block of a span another thread owns (its
   // page's owner tag is set), freed by a thread with a cache. A set tag
   // already says what deallocate_general establishes one check at a time
@@ -612,7 +612,6 @@ void deallocate_slow(void* block) noexcept {
   // what is left to check is the state (a tag read while a double free
   // races with the span's release) and the block's start.
   ThreadCache* cache = t_cache;
-  PageMap::EntryRef entry = g_page_map.entry_ref(block);
   if (entry.owner_tag() != 0 && cache->life == ThreadCache::Life::kAlive) {
     Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -

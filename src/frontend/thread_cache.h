@@ -127,7 +127,9 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
 // Its arguments come in the order the fast path holds them in (the size in
 // the first argument register already): no moves before the jump.
 void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept;
-void deallocate_slow(void* block) noexcept;
+// `entry` is the page map entry of the block's page, which the fast path
+// has read already (passed in two registers: no second lookup).
+void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
 // A free whose block's bit was set already: reports and aborts. Not marked
 // noreturn, so that the fast path reaches it with a jump (no stack frame).
@@ -223,7 +225,8 @@ inline void deallocate(void* block) noexcept {
   // entry of a block this thread owns was written by this thread or before
   // the block was handed to it.
   PageMap::EntryRef entry = g_page_map.entry_ref(block);
-  if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0)) return deallocate_slow(block);
+  if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0))
+    return deallocate_slow(block, entry);
   free_owned(cache, entry.span(), block);
 }
 
