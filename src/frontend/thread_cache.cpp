@@ -490,15 +490,15 @@ ThreadCache* create_cache() noexcept;
 namespace {
 
 // The common slow path, kept short: the current span has a word of free
-// blocks worth taking and nothing else is due (no housekeeping, no outbox to
-// send, no inbox to drain, no sample, the word's bytes do not reach the
-// next sampling point). Any of those: nullptr, and allocate_slow does the
+// blocks worth taking and nothing else is due (no housekeeping, no inbox to
+// drain, no sample, the word's bytes do not reach the next sampling
+// point). Any of those: nullptr, and allocate_slow does the
 // whole work. A leaf function of its own: few registers, no stack frame.
 __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   ThreadCache* cache = t_cache;  // the static caches own no span: current is null
   Span* span = cache->current[cls];
-  if (span == nullptr || cache->slow_until_housekeeping <= 0 || cache->outbox.pending_bytes != 0 ||
-      !cache->inbox.empty() || (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->parked_units != 0)
+  if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
+      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->parked_units != 0)
     return nullptr;
   if (span->capacity - span->countdown < class_info(cls).wake_frees) return nullptr;  // refill decides
   TakenWord taken;
@@ -548,8 +548,11 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
   if (--cache->slow_until_housekeeping < 0) {
     cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
     housekeeping(cache);
+    // Parcels not full yet leave here, not on every slow path: a thread
+    // whose refills are frequent sent them a few blocks at a time (a CAS or
+    // a central lock each, and the 32-slot scan).
+    if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
   }
-  if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
   if (!cache->inbox.empty()) drain_inbox(cache);
   AllocWord& word = cache->words[cls];
   std::uint32_t blocks = refill(cache, cls);
