@@ -19,8 +19,6 @@ std::size_t unit_count(const Span* span) noexcept {
   return (span->bytes() + unit - 1) >> span->unit_shift;
 }
 
-std::uint32_t word_count(const Span* span) noexcept { return (span->capacity + 63) / 64; }
-
 // Bits of the blocks [first, last) that fall in word `w`.
 std::uint64_t bits_of_range(std::uint32_t w, std::uint64_t first, std::uint64_t last) noexcept {
   std::uint64_t lo = std::uint64_t{w} * 64, hi = lo + 64;
@@ -67,18 +65,12 @@ bool return_free_bits(Span* span, std::uint32_t word, std::uint64_t bits) noexce
 }
 
 void* take_one_block(Span* span) noexcept {
-  const std::uint32_t words = word_count(span);
-  for (std::uint32_t w = 0; w < words; ++w) {
-    std::uint64_t bits = span->free_bits[w];
-    if (bits == 0) continue;
-    std::uint64_t index = std::uint64_t{w} * 64 + static_cast<std::uint64_t>(__builtin_ctzll(bits));
-    span->free_bits[w] = bits & (bits - 1);
-    ++span->countdown;
-    if (index >= span->fresh_from) span->fresh_from = static_cast<std::uint32_t>(index + 1);
-    if (span->parked_units != 0) unpark_blocks(span, index, index + 1);
-    return block_at(span, index);
-  }
-  return nullptr;
+  TakenWord taken;
+  if (!choose_free_word(span, false, taken)) return nullptr;
+  const std::uint64_t index = static_cast<std::uint64_t>(__builtin_ctzll(taken.bits));
+  taken.bits &= ~taken.bits + 1;  // its lowest block alone
+  take_word(span, taken, 1);
+  return reinterpret_cast<void*>(taken.base + index * class_size(span->size_class));
 }
 
 void countdown_wrapped(const Span* span) noexcept {
@@ -88,7 +80,7 @@ void countdown_wrapped(const Span* span) noexcept {
 void block_freed_twice(const void* block) noexcept { report_misuse(block, "double free"); }
 
 void verify_empty_span(const Span* span) noexcept {
-  const std::uint32_t words = word_count(span);
+  const std::uint32_t words = span_words(span);
   std::uint32_t free = 0;
   for (std::uint32_t w = 0; w < words; ++w) free += count_bits(span->free_bits[w]);
   if (free == span->capacity) return;

@@ -53,6 +53,9 @@ inline std::uint32_t span_allocated(const Span* span) noexcept {
   return span->capacity - (class_info(span->size_class).wake_frees - span->countdown);
 }
 
+// Words of free bits the span's blocks use.
+inline std::uint32_t span_words(const Span* span) noexcept { return (span->capacity + 63) / 64; }
+
 // Free blocks in the span's bits.
 inline std::uint32_t span_free_count(const Span* span) noexcept { return span->capacity - span_allocated(span); }
 
@@ -114,7 +117,7 @@ inline constexpr std::size_t kReuseFirstSize = 1024;
 // Blocks of at most 64 B: a word spans at most two OS pages anyway. False
 // when the span has no free block. Changes nothing: take_word commits.
 inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) noexcept {
-  const std::uint32_t words = (span->capacity + 63) / 64;
+  const std::uint32_t words = span_words(span);
   std::uint32_t w = 0;
   while (w < words && span->free_bits[w] == 0) ++w;
   if (w == words) return false;
@@ -187,8 +190,10 @@ event:
 // freed after all of them had come back. Reports and aborts.
 [[noreturn]] void countdown_wrapped(const Span* span) noexcept;
 
-// A block whose bit was already set: reports and aborts.
-[[noreturn]] void block_freed_twice(const void* block) noexcept;
+// A block whose bit was already set: reports and aborts. Not marked
+// noreturn, so that the free fast path reaches it with a jump (no stack
+// frame there).
+void block_freed_twice(const void* block) noexcept;
 
 // Sets the bit of `block` (a block start of the span) and tells whether it
 // was set already: one multiply gives word and bit (kIndexShift), and on

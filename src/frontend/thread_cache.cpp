@@ -156,13 +156,23 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   return span;
 }
 
+// Makes `taken` (bits of `span`, the class's current span) the class's
+// allocation word.
+void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken) noexcept {
+  AllocWord& word = cache->words[cls];
+  word.bits = taken.bits;
+  word.base = taken.base;
+  word.span_word = taken.word;
+  ++cache->stats.words_taken;
+  span->used_epoch = cache->scavenge_epoch;
+}
+
 // Makes the class's allocation word non-empty from the current span: its
 // lowest word of free bits, taken in O(1). A span with too few free blocks
 // to be worth a slow path (fewer than wake_frees) sleeps while other spans
 // have more, and the next span becomes current. Returns how many blocks the
 // word holds; 0 when the OS refuses memory.
 std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
-  AllocWord& word = cache->words[cls];
   const SizeClassInfo& info = class_info(cls);
   for (;;) {
     Span* span = cache->current[cls];
@@ -171,11 +181,7 @@ std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
       if (free >= info.wake_frees || (free != 0 && cache->partial[cls].empty())) {
         TakenWord taken;
         if (!take_free_word(span, taken, cache->spans_taken < kBusySpans)) return 0;  // cannot happen: free != 0
-        word.bits = taken.bits;
-        word.base = taken.base;
-        word.span_word = taken.word;
-        ++cache->stats.words_taken;
-        span->used_epoch = cache->scavenge_epoch;
+        install_word(cache, cls, span, taken);
         return count_bits(taken.bits);
       }
       sleep_span(span);
@@ -257,8 +263,6 @@ void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
 }
 
 }  // namespace
-
-void free_of_a_free_block(void* block) noexcept { block_freed_twice(block); }
 
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
@@ -509,11 +513,8 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   if (t_bytes_until_sample < bytes) return nullptr;  // a sampling point falls in the word
   t_bytes_until_sample -= bytes;
   take_word(span, taken, blocks);
-  span->used_epoch = cache->scavenge_epoch;
   --cache->slow_until_housekeeping;
-  ++cache->stats.words_taken;
-  word.base = taken.base;
-  word.span_word = taken.word;
+  install_word(cache, cls, span, taken);
   return take_lowest_block(word, taken.bits);
 }
 

@@ -131,9 +131,6 @@ void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept
 // has read already (passed in two registers: no second lookup).
 void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
-// A free whose block's bit was set already: reports and aborts. Not marked
-// noreturn, so that the fast path reaches it with a jump (no stack frame).
-void free_of_a_free_block(void* block) noexcept;
 
 // Byte offset of class `cls`'s allocation word inside a ThreadCache, and back.
 inline constexpr std::uintptr_t kWordsOffset = 0;
@@ -211,7 +208,7 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site,
 // Gives a block of a span `cache` owns back to the span (its bit). The
 // slow paths leave by jumps: no stack frame on the fast path.
 inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (__builtin_expect(set_free_bit(span, block), 0) && STRATA_CHECK_DOUBLE_FREE) return free_of_a_free_block(block);
+  if (__builtin_expect(set_free_bit(span, block), 0) && STRATA_CHECK_DOUBLE_FREE) return block_freed_twice(block);
   if (__builtin_expect(count_block_back(span->countdown), 0)) return span_countdown_hit(cache, span);
 }
 
