@@ -415,6 +415,7 @@ void PageHeap::deallocate(Span* span, std::uint64_t free_since) noexcept {
   span->decommitted = false;
   span->countdown = 0;
   span->parked_units = 0;
+  span->any_parked = false;
   insert_free_locked(span, free_since);
   after_change_locked();
 }

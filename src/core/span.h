@@ -60,7 +60,6 @@ struct Span {
   SpanState state = SpanState::kDetached;  // kFree exactly while filed
   bool pages_zero = false;         // all pages known to read as zero
   bool fully_mapped = false;       // every page (not just the ends) maps here
-  std::uint32_t capacity = 0;      // blocks per span (small)
   // heap profiling: the record of a sampled block (a kLarge span of one
   // block, profile/sampled_block.h), nullptr otherwise
   Sample* sample = nullptr;
@@ -69,9 +68,11 @@ struct Span {
   Span* small_prev = nullptr;
   std::uint64_t idle_since = 0;    // a kept empty span (thread's or central's): when it became empty
 
-  // --- line 2 (and the start of 3): owner-only, read and written by the
-  // free fast path: the count, where block 0 starts, the reciprocal that
-  // turns an offset into a block index, and the bits ----------------------
+  // --- line 2 (and the start of 3): owner-only. The free fast path reads
+  // and writes the count, where block 0 starts, the reciprocal that turns an
+  // offset into a block index, and the bits; the owner's refills read and
+  // write only this line too (the span's other lines are touched when it
+  // changes lists), so a slow path costs one miss per span, not three ----
   // Frees until the owner must look at the span again (the fast path's
   // `--countdown == 0` test). Awake span: the number of blocks out
   // (`allocated`), so 0 means every block came back. Sleeping span (too few
@@ -81,20 +82,23 @@ struct Span {
   alignas(64) std::uint32_t countdown = 0;
   bool sleeping = false;           // nearly full and unlisted until countdown reaches 0
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
-  std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
+  bool any_parked = false;         // parked_units != 0 (read without touching line 3)
+  std::uint8_t owner_class = 0;    // == size_class, for the owner's paths (line 1 is the senders')
+  std::uint16_t capacity = 0;      // blocks per span (small; at most 512)
+  std::uint16_t fresh_from = 0;    // blocks from this index on were never handed out (formatting resets it)
+  std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation word
   std::uintptr_t block_base = 0;   // == start(): the free path reads one line, not two
   // ceil(2^32 / block size) << 26: one 64x64->128 multiply of a block's
   // offset gives its word (high half) and its bit (top 6 bits of the low
   // half), core/span_blocks.h.
   std::uint64_t index_multiplier = 0;
   // Bit i: block i is free and here. 512 bits (a one-page span of 16-byte
-  // blocks); the first five words share the line with the fields above, so
-  // every class of at most 320 blocks per span (all but 16 B) touches one
-  // line per free.
+  // blocks); the first four words share the line with the fields above, so
+  // every class of at most 256 blocks per span (all but 16 B) touches one
+  // line per free and per refill.
   std::uint64_t free_bits[kFreeWords] = {};
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back (all its blocks free)
-  std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation word
-  std::uint32_t fresh_from = 0;    // blocks from this index on were never handed out (formatting resets it)
+  std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
 
   // --- line 4: lists and the page heap's free structures -----------------
   // list links: page heap bucket, central partial list, owner's lists
@@ -122,11 +126,11 @@ struct Span {
   }
 };
 
-// The free fast path's fields and the first five words of bits share one
-// cache line; the metadata pool hands out whole lines.
-static_assert(offsetof(Span, free_bits) - offsetof(Span, countdown) == 24 &&
+// The free fast path's and the owner's fields and the first four words of
+// bits share one cache line; the metadata pool hands out whole lines.
+static_assert(offsetof(Span, free_bits) - offsetof(Span, countdown) == 32 &&
                   offsetof(Span, countdown) % 64 == 0,
-              "countdown, block_base, index_multiplier and free_bits[0..4] fill one line");
+              "countdown, the owner's fields, block_base, index_multiplier and free_bits[0..3] fill one line");
 static_assert(sizeof(Span) == 256, "four cache lines");
 
 // A doubly linked intrusive list of spans (sentinel-free), with both ends

@@ -35,11 +35,13 @@ std::uint64_t bits_of_range(std::uint32_t w, std::uint64_t first, std::uint64_t 
 void format_small_span(Span* span, std::size_t cls) noexcept {
   const SizeClassInfo& info = class_info(cls);
   span->size_class = static_cast<std::uint8_t>(cls);
-  span->capacity = info.span_objects;
+  span->owner_class = static_cast<std::uint8_t>(cls);
+  span->capacity = static_cast<std::uint16_t>(info.span_objects);
   span->countdown = 0;
   span->sleeping = false;
   span->kept_empty = false;
   span->parked_units = 0;
+  span->any_parked = false;
   span->idle_since = 0;
   span->used_epoch = 0;
   span->fresh_from = 0;
@@ -70,7 +72,7 @@ void* take_one_block(Span* span) noexcept {
   const std::uint64_t index = static_cast<std::uint64_t>(__builtin_ctzll(taken.bits));
   taken.bits &= ~taken.bits + 1;  // its lowest block alone
   take_word(span, taken, 1);
-  return reinterpret_cast<void*>(taken.base + index * class_size(span->size_class));
+  return reinterpret_cast<void*>(taken.base + index * class_size(span->owner_class));
 }
 
 void countdown_wrapped(const Span* span) noexcept {
@@ -95,11 +97,12 @@ void verify_empty_span(const Span* span) noexcept {
 }
 
 void unpark_blocks(Span* span, std::uint64_t first, std::uint64_t last) noexcept {
-  const std::size_t size = class_size(span->size_class);
+  const std::size_t size = class_size(span->owner_class);
   if (first >= last) return;
   std::size_t lo = (first * size) >> span->unit_shift;
   std::size_t hi = ((last * size) - 1) >> span->unit_shift;
   for (std::size_t u = lo; u <= hi && u < kMaxUnits; ++u) span->parked_units &= ~(std::uint64_t{1} << u);
+  span->any_parked = span->parked_units != 0;
 }
 
 std::size_t park_free_units(Span* span) noexcept {
@@ -127,6 +130,7 @@ std::size_t park_free_units(Span* span) noexcept {
   }
   if (newly == 0) return 0;
   span->parked_units |= newly;
+  span->any_parked = true;
   std::size_t released = 0;
   for (std::size_t u = 0; u < kMaxUnits;) {
     if (!((newly >> u) & 1)) { ++u; continue; }

@@ -50,7 +50,7 @@ inline std::uint32_t count_bits(std::uint64_t x) noexcept {
 inline std::uint32_t span_allocated(const Span* span) noexcept {
   if (!span->sleeping) return span->countdown;
   // Asleep: every block is out but the `wake_frees - countdown` freed since.
-  return span->capacity - (class_info(span->size_class).wake_frees - span->countdown);
+  return span->capacity - (class_info(span->owner_class).wake_frees - span->countdown);
 }
 
 // Words of free bits the span's blocks use.
@@ -75,7 +75,7 @@ inline std::uint64_t block_index(const Span* span, const void* block) noexcept {
 }
 
 inline void* block_at(const Span* span, std::uint64_t index) noexcept {
-  return reinterpret_cast<void*>(span->block_base + index * class_size(span->size_class));
+  return reinterpret_cast<void*>(span->block_base + index * class_size(span->owner_class));
 }
 
 inline bool block_is_free(const Span* span, const void* block) noexcept {
@@ -122,7 +122,7 @@ inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) 
   while (w < words && span->free_bits[w] == 0) ++w;
   if (w == words) return false;
   std::uint64_t bits = span->free_bits[w];
-  const std::uintptr_t size = class_size(span->size_class);
+  const std::uintptr_t size = class_size(span->owner_class);
   taken.base = span->block_base + std::uintptr_t{w} * 64 * size;
   const std::uint64_t first = std::uint64_t{w} * 64;
   const bool large = size >= kReuseFirstSize;
@@ -149,8 +149,8 @@ inline void take_word(Span* span, const TakenWord& taken, std::uint32_t blocks) 
   span->free_bits[taken.word] &= ~taken.bits;
   span->countdown += blocks;
   std::uint32_t end = taken.word * 64 + 64 - static_cast<std::uint32_t>(__builtin_clzll(taken.bits));
-  if (end > span->fresh_from) span->fresh_from = end;
-  if (__builtin_expect(span->parked_units != 0, 0))
+  if (end > span->fresh_from) span->fresh_from = static_cast<std::uint16_t>(end);
+  if (__builtin_expect(span->any_parked, 0))
     unpark_blocks(span, taken.word * 64 + static_cast<std::uint32_t>(__builtin_ctzll(taken.bits)), end);
 }
 
@@ -247,7 +247,7 @@ inline void wake_span(Span* span) noexcept {
 inline void sleep_span(Span* span) noexcept {
   std::uint32_t free = span->capacity - span->countdown;
   span->sleeping = true;
-  span->countdown = class_info(span->size_class).wake_frees - free;
+  span->countdown = class_info(span->owner_class).wake_frees - free;
 }
 
 // Prepares a span fresh from the page heap (or an empty one made over) for

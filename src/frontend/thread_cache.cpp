@@ -85,7 +85,7 @@ namespace {
 // bound allows (a burst of frees followed by a burst of mallocs then never
 // touches the page heap), else given back.
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
-  std::size_t cls = span->size_class;
+  std::size_t cls = span->owner_class;
   verify_empty_span(span);
   if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
     span->kept_empty = true;
@@ -266,7 +266,7 @@ void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
 
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
-  std::size_t cls = span->size_class;
+  std::size_t cls = span->owner_class;
   if (span->sleeping) {
     // Enough of a full span's blocks came back: it serves allocations again.
     wake_span(span);
@@ -304,7 +304,7 @@ namespace {
 // word, i.e. free already? A multiply, no division: drains ask it of
 // every block.
 bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* block) noexcept {
-  const std::size_t cls = span->size_class;
+  const std::size_t cls = span->owner_class;
   if (cache->current[cls] != span) return false;
   const std::uint64_t index = block_index(span, block);
   const AllocWord& word = cache->words[cls];
@@ -502,7 +502,7 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   ThreadCache* cache = t_cache;  // the static caches own no span: current is null
   Span* span = cache->current[cls];
   if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
-      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->parked_units != 0)
+      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
     return nullptr;
   if (span->capacity - span->countdown < class_info(cls).wake_frees) return nullptr;  // refill decides
   TakenWord taken;
