@@ -5,8 +5,6 @@
 
 namespace strata::detail {
 
-bool g_has_popcnt = false;
-
 namespace {
 
 constexpr std::size_t kOsPageShift = 12;  // MADV_DONTNEED granularity

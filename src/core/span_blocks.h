@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/hot_settings.h"
 #include "core/size_classes.h"
 #include "core/span.h"
 
@@ -26,15 +27,12 @@ namespace strata::detail {
 #define STRATA_CHECK_DOUBLE_FREE 1
 #endif
 
-// Set once at start-up (ensure_initialized): the CPU has popcnt.
-extern STRATA_INTERNAL bool g_has_popcnt;
-
 // Set bits of a word: the popcnt instruction where the CPU has it, else
 // shifts and masks (x86-64's baseline has no popcnt, and GCC would call
 // libgcc's slower one; every refill counts the blocks of the word it takes).
 inline std::uint32_t count_bits(std::uint64_t x) noexcept {
 #if defined(__x86_64__)
-  if (__builtin_expect(g_has_popcnt, 1)) {
+  if (__builtin_expect(g_hot.has_popcnt, 1)) {
     std::uint64_t n;
     asm("popcntq %1, %0" : "=r"(n) : "rm"(x) : "cc");
     return static_cast<std::uint32_t>(n);

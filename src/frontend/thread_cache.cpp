@@ -64,7 +64,7 @@ pthread_key_t g_exit_key;
 
 }  // namespace
 
-std::size_t g_fast_size_limit = 0;
+constinit HotSettings g_hot;
 
 // initial-exec: one %fs-relative load, no __tls_get_addr call.
 // t_cache is what the fast paths use; t_live_cache is the thread's own cache
@@ -748,8 +748,8 @@ void ensure_initialized() noexcept {
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
     g_list_key = os_random_u64() | 1;
-    g_has_popcnt = os_cpu_has_popcnt();
-    if (!g_options.check) __atomic_store_n(&g_fast_size_limit, 1025, __ATOMIC_RELAXED);
+    g_hot.has_popcnt = os_cpu_has_popcnt();
+    if (!g_options.check) __atomic_store_n(&g_hot.fast_size_limit, 1025, __ATOMIC_RELAXED);
     pthread_key_create(&g_exit_key, on_thread_exit);
     pthread_atfork(fork_prepare, fork_parent, fork_child);
     g_init_state.store(2, std::memory_order_release);

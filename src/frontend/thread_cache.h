@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/hot_settings.h"
 #include "core/page_map.h"
 #include "core/size_classes.h"
 #include "core/span.h"
@@ -107,11 +108,6 @@ class alignas(4096) ThreadCache {
 // to the page heap for each.
 constexpr std::size_t kBurstKeptFactor = 16;
 
-// Sizes below this take the inline malloc path (api/allocator.h): 0 until
-// the process is set up and in checking mode (every malloc then reaches the
-// general path, which sets up and checks), 1025 otherwise. A variable limit
-// costs the same one compare as a constant one.
-extern STRATA_INTERNAL std::size_t g_fast_size_limit;
 
 // The calling thread's cache (or the empty/dead static cache).
 extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
