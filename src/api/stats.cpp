@@ -55,6 +55,20 @@ void add_span(const Span* span, void* context) {
   totals->parked_bytes += static_cast<std::uint64_t>(__builtin_popcountll(units)) << peek(span->unit_shift);
 }
 
+// One block on its way to its owner, counted in its class (parcels carry
+// no classes: the remote free path stays a store and an increment).
+void add_transit(const void* block, Totals* totals) {
+  if (Span* span = g_page_map.lookup(block)) {
+    std::size_t cls = peek(span->size_class);
+    if (cls < kNumClasses) ++totals->transit[cls];
+  }
+}
+
+void add_parcel(const Parcel* parcel, Totals* totals) {
+  std::uint32_t count = peek(parcel->count);
+  for (std::uint32_t i = 0; i < count && i < Parcel::kCapacity; ++i) add_transit(peek(parcel->blocks[i]), totals);
+}
+
 // Blocks waiting in an inbox: the parcels are metadata, never unmapped, so a
 // walk that races with their owner reads mapped memory; it is bounded, so
 // that it ends even then. The bound is what a well-formed list can hold
@@ -65,18 +79,11 @@ void add_inbox(const Inbox& inbox, Totals* totals) {
   InboxItem item = inbox.peek_head();
   for (std::uint64_t items = 0; item != 0 && items < totals->max_inbox_items; ++items) {
     if (item_is_block(item)) {
-      if (Span* span = g_page_map.lookup(item_block(item))) {
-        std::size_t cls = peek(span->size_class);
-        if (cls < kNumClasses) ++totals->transit[cls];
-      }
+      add_transit(item_block(item), totals);
       item = reinterpret_cast<InboxItem>(list_next(item_block(item)));
     } else {
       const Parcel* parcel = item_parcel(item);
-      std::uint32_t count = peek(parcel->count);
-      for (std::uint32_t i = 0; i < count && i < Parcel::kCapacity; ++i) {
-        std::size_t cls = peek(parcel->classes[i]);
-        if (cls < kNumClasses) ++totals->transit[cls];
-      }
+      add_parcel(parcel, totals);
       item = peek(parcel->next);
     }
   }
@@ -87,10 +94,9 @@ void add_cache(ThreadCache* cache, void* context) {
   if (cache->life == ThreadCache::Life::kAlive) ++totals->threads;
   totals->remote_frees += peek(cache->stats.remote_frees);
   totals->remote_batches += peek(cache->stats.batches_sent);
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    totals->cached[cls] += count_bits(peek(cache->words[cls].bits));
-    totals->transit[cls] += peek(cache->outbox.pending_blocks[cls]);
-  }
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) totals->cached[cls] += count_bits(peek(cache->words[cls].bits));
+  for (const OutboxSlot& slot : cache->outbox.slots)
+    if (const Parcel* parcel = peek(slot.parcel)) add_parcel(parcel, totals);
   add_inbox(cache->inbox, totals);
 }
 

@@ -28,16 +28,22 @@ struct OutboxSlot {
 
 struct Outbox {
   static constexpr std::size_t kSlots = 32;
-  // A parcel leaves when it is full (Parcel::kCapacity); all of them leave
-  // when the outbox would hold kTotalBytes, which caps what a thread may
-  // hold back from the rest of the process. (A per-parcel byte bound, 256
-  // KiB, cost two more additions and a compare on every remote free and
-  // bounded nothing the total does not.)
+  // What a thread may hold back from the rest of the process is bounded
+  // twice. Blocks of at most kUncountedSize are bounded by the slots
+  // themselves: a parcel leaves when it is full (Parcel::kCapacity), so
+  // the outbox never holds more than kSlots x 63 of them (at most 1 MiB),
+  // and adding one costs no byte count: the common remote free is a store
+  // and an increment. Larger blocks are counted, and all parcels leave when
+  // those reach kTotalBytes. (A per-parcel byte bound, 256 KiB, cost two
+  // more additions and a compare on every remote free and bounded nothing
+  // the total does not.)
+  static constexpr std::size_t kUncountedSize = 512;
   static constexpr std::size_t kTotalBytes = std::size_t{1} << 20;
+  static_assert(kSlots * 63 * kUncountedSize <= kTotalBytes, "the uncounted blocks stay within the bound");
 
   OutboxSlot slots[kSlots];
-  std::size_t pending_bytes = 0;
-  std::uint32_t pending_blocks[kNumClasses] = {};  // per size class, for statistics
+  std::size_t counted_bytes = 0;  // of blocks larger than kUncountedSize
+  std::uint32_t open_parcels = 0;  // slots holding a parcel
 
   static std::size_t slot_index(Destination d) noexcept {
     return static_cast<std::size_t>((d * 0x9e3779b97f4a7c15ull) >> 59);  // top 5 bits

@@ -22,6 +22,7 @@ Parcel* acquire_parcel(ThreadCache* cache) noexcept {
 
 void release_parcel(ThreadCache* cache, Parcel* parcel) noexcept {
   parcel->count = 0;
+  parcel->counted_bytes = 0;
   if (cache != nullptr && cache->spare_parcel_count < Parcel::kMaxSpares) {
     parcel->next = reinterpret_cast<std::uintptr_t>(cache->spare_parcels);
     cache->spare_parcels = parcel;

@@ -23,13 +23,15 @@ class ThreadCache;
 
 struct Parcel {
   static constexpr std::uint32_t kCapacity = 64;
-  static constexpr std::uint32_t kMaxSpares = 16;  // 10 KiB per thread at most
+  static constexpr std::uint32_t kMaxSpares = 16;  // 8.3 KiB per thread at most
 
-  Parcel() noexcept {}  // the arrays need no zeroing
+  Parcel() noexcept {}  // the array needs no zeroing
 
   std::uintptr_t next = 0;  // next inbox item (inbox.h), or next spare
   std::uint32_t count = 0;
-  std::uint8_t classes[kCapacity];  // size class of each block, for statistics
+  // Bytes of its blocks larger than Outbox::kUncountedSize: its share of the
+  // outbox's byte bound (frontend/outbox.h).
+  std::uint32_t counted_bytes = 0;
   void* blocks[kCapacity];
 };
 

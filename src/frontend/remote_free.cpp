@@ -31,12 +31,9 @@ void free_to_central(ThreadCache* cache, Destination destination, void** blocks,
 
 void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
   Parcel* parcel = slot.parcel;
-  std::size_t bytes = 0;
-  for (std::uint32_t i = 0; i < parcel->count; ++i) {
-    --cache->outbox.pending_blocks[parcel->classes[i]];
-    bytes += class_size(parcel->classes[i]);
-  }
-  cache->outbox.pending_bytes -= bytes;
+  cache->outbox.counted_bytes -= parcel->counted_bytes;
+  --cache->outbox.open_parcels;
+  cache->stats.remote_frees += parcel->count;
   slot.parcel = nullptr;
   deliver(cache, slot.destination, parcel);
 }
@@ -53,14 +50,10 @@ void deliver_block(ThreadCache* cache, Destination destination, void* block) noe
   free_to_central(cache, destination, one, 1);
 }
 
-void add_to_parcel(Outbox& outbox, OutboxSlot& slot, void* block, std::size_t cls) noexcept {
-  Parcel& parcel = *slot.parcel;
-  parcel.classes[parcel.count] = static_cast<std::uint8_t>(cls);
-  parcel.blocks[parcel.count] = block;
-  ++parcel.count;
-  ++outbox.pending_blocks[cls];
-  outbox.pending_bytes += class_size(cls);
-}
+// The class of the largest blocks a remote free adds without counting bytes.
+constexpr std::size_t kLastUncountedClass =
+    size_class_build::kTables.class_of_index[size_class_build::index_of(Outbox::kUncountedSize)];
+static_assert(class_size(kLastUncountedClass) == Outbox::kUncountedSize);
 
 }  // namespace
 
@@ -84,7 +77,6 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
     g_uncached_remote_frees.fetch_add(1, std::memory_order_relaxed);  // beside a lock or a CAS
     return deliver_block(nullptr, destination, block);
   }
-  ++cache->stats.remote_frees;
   Outbox& outbox = cache->outbox;
   OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
   // A loop, not an if: sending to the central cache may forward blocks of
@@ -95,35 +87,40 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
   while (slot.parcel != nullptr && slot.destination != destination) send_slot(cache, slot);
   if (slot.parcel == nullptr) {
     Parcel* parcel = acquire_parcel(cache);
-    if (parcel == nullptr) return deliver_block(cache, destination, block);
+    if (parcel == nullptr) {
+      ++cache->stats.remote_frees;
+      return deliver_block(cache, destination, block);
+    }
     slot.parcel = parcel;
     slot.destination = destination;
+    ++outbox.open_parcels;
   }
-  std::size_t cls = span->size_class;
-  add_to_parcel(outbox, slot, block, cls);
-  if (slot.parcel->count == Parcel::kCapacity)
+  Parcel& parcel = *slot.parcel;
+  parcel.blocks[parcel.count++] = block;
+  if (std::uint32_t size = static_cast<std::uint32_t>(class_size(span->size_class)); size > Outbox::kUncountedSize) {
+    parcel.counted_bytes += size;
+    outbox.counted_bytes += size;
+  }
+  if (parcel.count == Parcel::kCapacity)
     send_slot(cache, slot);
-  else if (outbox.pending_bytes >= Outbox::kTotalBytes)
+  else if (outbox.counted_bytes >= Outbox::kTotalBytes)
     flush_outbox(cache);
 }
 
 }  // namespace
 
 // The common case, kept short (no call, so no registers to save): the slot
-// already holds a parcel for this destination, and this block neither
-// fills it nor takes the outbox to its byte bound. Anything else takes
-// remote_free_slow.
+// already holds a parcel for this destination, this block does not fill it,
+// and it is small enough to need no byte count (frontend/outbox.h): a store
+// and an increment. Anything else takes remote_free_slow.
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
   Destination destination = destination_of(span);
   if (cache != nullptr) {
-    Outbox& outbox = cache->outbox;
-    OutboxSlot& slot = outbox.slots[Outbox::slot_index(destination)];
-    std::size_t cls = span->size_class;
-    if (slot.parcel != nullptr && slot.destination == destination &&
-        slot.parcel->count + 1 < Parcel::kCapacity &&
-        outbox.pending_bytes + class_size(cls) < Outbox::kTotalBytes) {
-      ++cache->stats.remote_frees;
-      add_to_parcel(outbox, slot, block, cls);
+    OutboxSlot& slot = cache->outbox.slots[Outbox::slot_index(destination)];
+    Parcel* parcel = slot.parcel;
+    if (parcel != nullptr && slot.destination == destination && parcel->count + 1 < Parcel::kCapacity &&
+        span->size_class <= kLastUncountedClass) {
+      parcel->blocks[parcel->count++] = block;
       return;
     }
   }

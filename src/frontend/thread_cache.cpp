@@ -314,7 +314,6 @@ bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* 
 // One block of the inbox. Its page's owner tag says whether we still own the
 // span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
-  ++cache->stats.remote_received;
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   Span* span = entry.span();
   if (entry.owner_tag() != owner_tag_for(cache)) return remote_free(cache, block, span);
@@ -331,9 +330,11 @@ void drain_inbox(ThreadCache* cache) noexcept {
   while (item != 0) {
     InboxItem next = item_next(item);
     if (item_is_block(item)) {
+      ++cache->stats.remote_received;
       receive_block(cache, item_block(item));
     } else {
       Parcel* parcel = item_parcel(item);
+      cache->stats.remote_received += parcel->count;
       // Only the page map and the spans are read. The blocks themselves are
       // asked for, for writing, a few ahead: they are about to be handed out
       // again by this thread, whose program writes them (producer and
@@ -552,7 +553,7 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     // Parcels not full yet leave here, not on every slow path: a thread
     // whose refills are frequent sent them a few blocks at a time (a CAS or
     // a central lock each, and the 32-slot scan).
-    if (cache->outbox.pending_bytes != 0) flush_outbox(cache);
+    if (cache->outbox.open_parcels != 0) flush_outbox(cache);
   }
   if (!cache->inbox.empty()) drain_inbox(cache);
   AllocWord& word = cache->words[cls];
@@ -612,17 +613,16 @@ void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept {
   // The common case first: a block of a span another thread owns (its
   // page's owner tag is set), freed by a thread with a cache. A set tag
   // already says what deallocate_general establishes one check at a time
-  // (a span strata made, covering the block, small, owned by a thread);
-  // what is left to check is the state (a tag read while a double free
-  // races with the span's release) and the block's start.
+  // (a span strata made, covering the block, small, owned by a thread: the
+  // page is one of the span's, so the offset is within it); what is left to
+  // check is the state (a tag read while a double free races with the
+  // span's release) and the block's start.
   ThreadCache* cache = t_cache;
   if (entry.owner_tag() != 0 && cache->life == ThreadCache::Life::kAlive) {
     Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                   static_cast<char*>(span->start()));
-    if (__builtin_expect(span->state == SpanState::kSmall && offset < span->bytes() &&
-                             is_block_start(offset, span->size_class),
-                         1))
+    if (__builtin_expect(span->state == SpanState::kSmall && is_block_start(offset, span->size_class), 1))
       return remote_free(cache, block, span);
   }
   return deallocate_general(block);

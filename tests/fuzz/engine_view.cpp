@@ -88,29 +88,34 @@ void inspect_cache(ThreadCache* cache, void* context) {
     model_violation("a thread's kept-span bound is not STRATA_THREAD_CACHE_BYTES", cache, cache->max_kept_bytes, 0);
 
   // The outbox: its parcels against its counters.
-  std::uint64_t by_class[kNumClasses] = {};
-  std::size_t slot_bytes = 0;
+  std::size_t counted_bytes = 0, all_bytes = 0;
+  std::uint32_t open = 0;
   for (const OutboxSlot& slot : cache->outbox.slots) {
     if (slot.parcel == nullptr) continue;
-    std::size_t bytes = 0;
+    ++open;
+    std::size_t parcel_counted = 0;
     for (std::uint32_t i = 0; i < slot.parcel->count; ++i) {
-      std::size_t cls = slot.parcel->classes[i];
       Span* span = g_page_map.lookup(slot.parcel->blocks[i]);
-      if (span == nullptr || span->state != SpanState::kSmall || span->size_class != cls)
-        model_violation("an outbox parcel names the wrong class for a block", slot.parcel->blocks[i], 0, cls);
-      ++by_class[cls];
-      ++holdings.in_transit[cls];
-      bytes += class_size(cls);
+      if (span == nullptr || span->state != SpanState::kSmall)
+        model_violation("an outbox parcel holds a block of no small span", slot.parcel->blocks[i], 0, 0);
+      std::size_t size = class_size(span->size_class);
+      ++holdings.in_transit[span->size_class];
+      all_bytes += size;
+      if (size > Outbox::kUncountedSize) parcel_counted += size;
     }
-    slot_bytes += bytes;
+    if (parcel_counted != slot.parcel->counted_bytes)
+      model_violation("a parcel's counted_bytes is not what its large blocks hold", slot.parcel, parcel_counted,
+                      slot.parcel->counted_bytes);
+    if (slot.parcel->count >= Parcel::kCapacity) model_violation("a full parcel still in the outbox", slot.parcel, 0, 0);
+    counted_bytes += parcel_counted;
   }
-  if (slot_bytes != cache->outbox.pending_bytes)
-    model_violation("outbox pending_bytes is not what its parcels hold", cache, slot_bytes, cache->outbox.pending_bytes);
-  if (slot_bytes >= Outbox::kTotalBytes) model_violation("outbox over its 1 MiB bound", cache, slot_bytes, 0);
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
-    if (by_class[cls] != cache->outbox.pending_blocks[cls])
-      model_violation("outbox pending_blocks is not what its parcels hold", cache, by_class[cls],
-                      cache->outbox.pending_blocks[cls]);
+  if (counted_bytes != cache->outbox.counted_bytes)
+    model_violation("outbox counted_bytes is not what its parcels hold", cache, counted_bytes,
+                    cache->outbox.counted_bytes);
+  if (open != cache->outbox.open_parcels)
+    model_violation("outbox open_parcels is not its slots holding a parcel", cache, open, cache->outbox.open_parcels);
+  if (counted_bytes >= Outbox::kTotalBytes) model_violation("outbox over its 1 MiB bound", cache, counted_bytes, 0);
+  if (all_bytes >= 2 * Outbox::kTotalBytes) model_violation("outbox over its 2 MiB bound in all", cache, all_bytes, 0);
 
   // The inbox: parcels and single blocks other threads sent, not drained yet.
   std::size_t items = 0;
