@@ -113,8 +113,7 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
 // already holds a parcel for this destination, this block does not fill it,
 // and it is small enough to need no byte count (frontend/outbox.h): a store
 // and an increment. Anything else takes remote_free_slow.
-void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
-  Destination destination = destination_of(span);
+void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept {
   if (cache != nullptr) {
     OutboxSlot& slot = cache->outbox.slots[Outbox::slot_index(destination)];
     Parcel* parcel = slot.parcel;
@@ -125,6 +124,10 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
     }
   }
   remote_free_slow(cache, block, span, destination);
+}
+
+void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
+  remote_free_to(cache, block, span, destination_of(span));
 }
 
 void flush_outbox(ThreadCache* cache) noexcept {

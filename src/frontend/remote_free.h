@@ -29,6 +29,11 @@ class ThreadCache;
 // block is then delivered at once).
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 
+// The same, for a caller that already knows the span's owner: `destination`
+// is its cache (a page's owner tag, which may be stale: the old owner then
+// forwards the block).
+void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
+
 // Remote frees by threads without a cache (young or exiting threads): each
 // is delivered on its own, and counted here for statistics.
 extern STRATA_INTERNAL std::atomic<std::uint64_t> g_uncached_remote_frees;

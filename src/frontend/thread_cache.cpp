@@ -609,21 +609,24 @@ __attribute__((noinline)) void deallocate_general(void* block) noexcept {
 
 }  // namespace
 
-void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept {
+void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept {
   // The common case first: a block of a span another thread owns (its
   // page's owner tag is set), freed by a thread with a cache. A set tag
   // already says what deallocate_general establishes one check at a time
   // (a span strata made, covering the block, small, owned by a thread: the
-  // page is one of the span's, so the offset is within it); what is left to
-  // check is the state (a tag read while a double free races with the
-  // span's release) and the block's start.
-  ThreadCache* cache = t_cache;
-  if (entry.owner_tag() != 0 && cache->life == ThreadCache::Life::kAlive) {
+  // page is one of the span's, so the offset is within it), and names the
+  // owner (the tag is its cache's address: the destination, without a read
+  // of the span's owner); what is left to check is the state (a tag read
+  // while a double free races with the span's release) and the block's
+  // start. A tag that is stale by now sends the block to the previous
+  // owner, which forwards it (frontend/remote_free.h).
+  const std::uintptr_t tag = entry.owner_tag();
+  if (tag != 0 && cache->life == ThreadCache::Life::kAlive) {
     Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                   static_cast<char*>(span->start()));
     if (__builtin_expect(span->state == SpanState::kSmall && is_block_start(offset, span->size_class), 1))
-      return remote_free(cache, block, span);
+      return remote_free_to(cache, block, span, tag);
   }
   return deallocate_general(block);
 }

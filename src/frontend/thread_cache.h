@@ -125,7 +125,7 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
 void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept;
 // `entry` is the page map entry of the block's page, which the fast path
 // has read already (passed in two registers: no second lookup).
-void deallocate_slow(void* block, PageMap::EntryRef entry) noexcept;
+void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
 
 // Byte offset of class `cls`'s allocation word inside a ThreadCache, and back.
@@ -219,7 +219,7 @@ inline void deallocate(void* block) noexcept {
   // the block was handed to it.
   PageMap::EntryRef entry = g_page_map.entry_ref(block);
   if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0))
-    return deallocate_slow(block, entry);
+    return deallocate_slow(block, entry, cache);
   free_owned(cache, entry.span(), block);
 }
 
