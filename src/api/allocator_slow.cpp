@@ -41,13 +41,13 @@ static_assert(every_class_min_aligned() && kPageSize % kMinAlignment == 0, "bloc
 }  // namespace
 
 void* allocate_general(std::size_t size, CallSite site) noexcept {
-  // Blocks of 1-32 KiB of a set-up process outside checking mode, the
-  // common case here: the hot line says both, without the set-up flag and
-  // the options (two more lines, often cold).
-  if (size <= kMaxSmallSize && racy_load(g_hot.fast_size_limit) != 0)
-    return allocate_at(size, word_offset(size_to_class(size)), site);
-  ensure_initialized();
-  if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
+  // A nonzero fast size limit says the process is set up and not in
+  // checking mode, the common case here: the hot line answers both, without
+  // the set-up flag and the options (two more lines, often cold).
+  if (racy_load(g_hot.fast_size_limit) == 0) {
+    ensure_initialized();
+    if (__builtin_expect(g_options.check, 0) && checking()) return checked_allocate(0, size);
+  }
   if (size <= kMaxSmallSize) return allocate_at(size, word_offset(size_to_class(size)), site);
   return allocate_large(size, site);
 }

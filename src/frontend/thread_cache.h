@@ -108,7 +108,6 @@ class alignas(4096) ThreadCache {
 // to the page heap for each.
 constexpr std::size_t kBurstKeptFactor = 16;
 
-
 // The calling thread's cache (or the empty/dead static cache).
 extern constinit thread_local ThreadCache* t_cache __attribute__((tls_model("initial-exec")));
 
