@@ -84,6 +84,13 @@ class PageMap {
     std::uintptr_t owner_tag() const noexcept {
       return racy_load(*reinterpret_cast<const std::uintptr_t*>(leaf + offset));
     }
+    // The tag as a destination to send to: the acquire pairs with the
+    // release in set_owner_tag, so the owner's cache (built by the owner
+    // just before it tagged its first span) is seen whole. A plain load on
+    // x86, as the racy one.
+    std::uintptr_t owner_tag_acquire() const noexcept {
+      return __atomic_load_n(reinterpret_cast<const std::uintptr_t*>(leaf + offset), __ATOMIC_ACQUIRE);
+    }
     Span* span() const noexcept {
       return racy_load(*reinterpret_cast<Span* const*>(leaf + offset + sizeof(std::uintptr_t)));
     }

@@ -620,7 +620,7 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
   // while a double free races with the span's release) and the block's
   // start. A tag that is stale by now sends the block to the previous
   // owner, which forwards it (frontend/remote_free.h).
-  const std::uintptr_t tag = entry.owner_tag();
+  const std::uintptr_t tag = entry.owner_tag_acquire();
   if (tag != 0 && cache->life == ThreadCache::Life::kAlive) {
     Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
