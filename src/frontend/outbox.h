@@ -48,6 +48,28 @@ struct Outbox {
   static std::size_t slot_index(Destination d) noexcept {
     return static_cast<std::size_t>((d * 0x9e3779b97f4a7c15ull) >> 59);  // top 5 bits
   }
+
+  // The class of the largest blocks added without a byte count.
+  static constexpr std::size_t kLastUncountedClass =
+      size_class_build::kTables.class_of_index[size_class_build::index_of(kUncountedSize)];
+
+  // The common remote free, inline in its callers: the slot already holds a
+  // parcel for `destination`, this block does not fill it, and it is small
+  // enough to need no byte count: a store and an increment. False for
+  // anything else (the caller takes its slow path). An outbox that never
+  // opens a parcel (those of the shared empty and dead caches) always says
+  // false.
+  bool add_to_open_parcel(void* block, std::size_t size_class, Destination destination) noexcept {
+    OutboxSlot& slot = slots[slot_index(destination)];
+    Parcel* parcel = slot.parcel;
+    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity ||
+        size_class > kLastUncountedClass)
+      return false;
+    parcel->blocks[parcel->count++] = block;
+    return true;
+  }
 };
+
+static_assert(class_size(Outbox::kLastUncountedClass) == Outbox::kUncountedSize);
 
 }  // namespace strata::detail

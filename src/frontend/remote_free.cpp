@@ -50,11 +50,6 @@ void deliver_block(ThreadCache* cache, Destination destination, void* block) noe
   free_to_central(cache, destination, one, 1);
 }
 
-// The class of the largest blocks a remote free adds without counting bytes.
-constexpr std::size_t kLastUncountedClass =
-    size_class_build::kTables.class_of_index[size_class_build::index_of(Outbox::kUncountedSize)];
-static_assert(class_size(kLastUncountedClass) == Outbox::kUncountedSize);
-
 }  // namespace
 
 void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexcept {
@@ -67,10 +62,6 @@ void deliver(ThreadCache* cache, Destination destination, Parcel* parcel) noexce
   release_parcel(cache, parcel);
 }
 
-namespace {
-
-// Everything but the common case: no cache, no open parcel for this
-// destination, or a parcel this block fills (or a byte bound it reaches).
 __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block, Span* span,
                                                 Destination destination) noexcept {
   if (cache == nullptr) {
@@ -107,22 +98,10 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
     flush_outbox(cache);
 }
 
-}  // namespace
-
-// The common case, kept short (no call, so no registers to save): the slot
-// already holds a parcel for this destination, this block does not fill it,
-// and it is small enough to need no byte count (frontend/outbox.h): a store
-// and an increment. Anything else takes remote_free_slow.
+// The common case first, kept short (no call, so no registers to save):
+// Outbox::add_to_open_parcel. Anything else takes remote_free_slow.
 void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept {
-  if (cache != nullptr) {
-    OutboxSlot& slot = cache->outbox.slots[Outbox::slot_index(destination)];
-    Parcel* parcel = slot.parcel;
-    if (parcel != nullptr && slot.destination == destination && parcel->count + 1 < Parcel::kCapacity &&
-        span->size_class <= kLastUncountedClass) {
-      parcel->blocks[parcel->count++] = block;
-      return;
-    }
-  }
+  if (cache != nullptr && cache->outbox.add_to_open_parcel(block, span->size_class, destination)) return;
   remote_free_slow(cache, block, span, destination);
 }
 

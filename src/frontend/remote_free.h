@@ -34,6 +34,11 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 // forwards the block).
 void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
 
+// Everything but remote_free_to's common case (Outbox::add_to_open_parcel):
+// no cache, no open parcel for this destination, or a parcel this block
+// fills (or a byte bound it reaches).
+void remote_free_slow(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
+
 // Remote frees by threads without a cache (young or exiting threads): each
 // is delivered on its own, and counted here for statistics.
 extern STRATA_INTERNAL std::atomic<std::uint64_t> g_uncached_remote_frees;

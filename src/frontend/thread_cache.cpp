@@ -340,8 +340,9 @@ void drain_inbox(ThreadCache* cache) noexcept {
       // again by this thread, whose program writes them (producer and
       // consumer: the lines then move while the drain works, not at the
       // first write after malloc).
-      for (std::uint32_t i = 0; i < parcel->count; ++i) {
-        if (i + 8 < parcel->count) __builtin_prefetch(parcel->blocks[i + 8], 1);
+      const std::uint32_t count = parcel->count;  // read once: the parcel is ours now
+      for (std::uint32_t i = 0; i < count; ++i) {
+        if (i + 8 < count) __builtin_prefetch(parcel->blocks[i + 8], 1);
         receive_block(cache, parcel->blocks[i]);
       }
       release_parcel(cache, parcel);
@@ -611,22 +612,28 @@ __attribute__((noinline)) void deallocate_general(void* block) noexcept {
 
 void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept {
   // The common case first: a block of a span another thread owns (its
-  // page's owner tag is set), freed by a thread with a cache. A set tag
-  // already says what deallocate_general establishes one check at a time
-  // (a span strata made, covering the block, small, owned by a thread: the
-  // page is one of the span's, so the offset is within it), and names the
-  // owner (the tag is its cache's address: the destination, without a read
-  // of the span's owner); what is left to check is the state (a tag read
-  // while a double free races with the span's release) and the block's
-  // start. A tag that is stale by now sends the block to the previous
-  // owner, which forwards it (frontend/remote_free.h).
+  // page's owner tag is set), freed by a thread whose outbox already holds
+  // an open parcel for that owner. A set tag already says what
+  // deallocate_general establishes one check at a time (a span strata made,
+  // covering the block, small, owned by a thread: the page is one of the
+  // span's, so the offset is within it), and names the owner (the tag is
+  // its cache's address: the destination, without a read of the span's
+  // owner); what is left to check is the state (a tag read while a double
+  // free races with the span's release) and the block's start. A tag that
+  // is stale by now sends the block to the previous owner, which forwards
+  // it (frontend/remote_free.h). Young and exiting threads free through the
+  // shared empty and dead caches, whose outboxes never open a parcel: they
+  // go on to deallocate_general (which counts a young thread's remote
+  // frees), as does every other case.
   const std::uintptr_t tag = entry.owner_tag_acquire();
-  if (tag != 0 && cache->life == ThreadCache::Life::kAlive) {
+  if (tag != 0) {
     Span* span = entry.span();
     std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
                                                   static_cast<char*>(span->start()));
-    if (__builtin_expect(span->state == SpanState::kSmall && is_block_start(offset, span->size_class), 1))
-      return remote_free_to(cache, block, span, tag);
+    if (__builtin_expect(span->state == SpanState::kSmall && is_block_start(offset, span->size_class), 1)) {
+      if (__builtin_expect(cache->outbox.add_to_open_parcel(block, span->size_class, tag), 1)) return;
+      if (cache->life == ThreadCache::Life::kAlive) return remote_free_slow(cache, block, span, tag);
+    }
   }
   return deallocate_general(block);
 }
