@@ -171,3 +171,46 @@ TEST(RemoteFree, BlocksInUseThatLookFreeAreNeverReported) {
     for (void* b : again) strata_free(b);
   }
 }
+
+// A remote free's destination is the page's owner tag: the owner's cache,
+// which the owner may have built just before it tagged the span (a new
+// thread's first span of a class, adopted from the central cache). The
+// sender reads the tag with acquire, so it sees that cache whole when it
+// pushes onto its inbox. A relaxed read was a data race ThreadSanitizer
+// found in stress_thread_churn (the owner's construction of its inbox
+// against the sender's compare-and-swap). Here nothing but the tag orders
+// the two threads (the flags are relaxed), so under ThreadSanitizer a
+// missing acquire is reported as that race.
+TEST(RemoteFree, TheOwnerTagPublishesTheOwnersCache) {
+  void* block = block_of_an_unowned_span(size_to_class(64));
+  Span* span = g_page_map.lookup(block);
+  ASSERT_EQ(span->owner.load(), nullptr);
+  ThreadCache* sender = current_cache();
+  ASSERT_NE(sender, nullptr);
+
+  std::atomic<ThreadCache*> built{nullptr};
+  std::atomic<bool> done{false};
+  std::thread owner([&] {
+    auto* cache = new ThreadCache();  // built here...
+    set_owner(span, cache);           // ...and published by the tag alone
+    built.store(cache, std::memory_order_relaxed);
+    while (!done.load(std::memory_order_relaxed)) std::this_thread::yield();
+  });
+  while (built.load(std::memory_order_relaxed) == nullptr) std::this_thread::yield();
+  strata_free(block);     // the tag names the new cache: a parcel for it...
+  flush_outbox(sender);   // ...pushed onto its inbox
+  done.store(true, std::memory_order_relaxed);
+  owner.join();
+
+  std::unique_ptr<ThreadCache> cache(built.load());
+  InboxItem mail = cache->inbox.take_all();
+  ASSERT_NE(mail, 0u) << "the block went to the tag's cache";
+  ASSERT_FALSE(item_is_block(mail));
+  Parcel* parcel = item_parcel(mail);
+  ASSERT_EQ(parcel->count, 1u);
+  EXPECT_EQ(parcel->blocks[0], block);
+  release_parcel(nullptr, parcel);
+  set_owner(span, nullptr);
+  strata_free(block);
+  strata_release_free_memory();
+}
