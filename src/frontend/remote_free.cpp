@@ -98,15 +98,12 @@ __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block,
     flush_outbox(cache);
 }
 
-// The common case first, kept short (no call, so no registers to save):
-// Outbox::add_to_open_parcel. Anything else takes remote_free_slow.
-void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept {
+// The common case first (Outbox::add_to_open_parcel); anything else takes
+// remote_free_slow.
+void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
+  const Destination destination = destination_of(span);
   if (cache != nullptr && cache->outbox.add_to_open_parcel(block, span->size_class, destination)) return;
   remote_free_slow(cache, block, span, destination);
-}
-
-void remote_free(ThreadCache* cache, void* block, Span* span) noexcept {
-  remote_free_to(cache, block, span, destination_of(span));
 }
 
 void flush_outbox(ThreadCache* cache) noexcept {

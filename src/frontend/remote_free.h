@@ -29,13 +29,10 @@ class ThreadCache;
 // block is then delivered at once).
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 
-// The same, for a caller that already knows the span's owner: `destination`
-// is its cache (a page's owner tag, which may be stale: the old owner then
-// forwards the block).
-void remote_free_to(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
-
-// Everything but remote_free_to's common case (Outbox::add_to_open_parcel):
-// no cache, no open parcel for this destination, or a parcel this block
+// Everything but the common case (Outbox::add_to_open_parcel), for a
+// caller that knows the span's owner: `destination` is its cache (a page's
+// owner tag, which may be stale: the old owner then forwards the block).
+// No cache, no open parcel for this destination, or a parcel this block
 // fills (or a byte bound it reaches).
 void remote_free_slow(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
 
