@@ -32,6 +32,22 @@ Destination expected_destination(void* block) {
 // spans of their own, so the central cache is asked directly).
 void* block_of_an_unowned_span(std::size_t cls) { return g_central[cls].allocate_one(cls); }
 
+// `owner` (a stand-in cache) received exactly one parcel, holding just
+// `block`; the block then goes back to the central cache with its span.
+void expect_one_parcel_of(ThreadCache* owner, void* block, Span* span) {
+  InboxItem mail = owner->inbox.take_all();
+  ASSERT_NE(mail, 0u);
+  ASSERT_FALSE(item_is_block(mail));
+  Parcel* parcel = item_parcel(mail);
+  EXPECT_EQ(parcel->next, 0u) << "one parcel";
+  ASSERT_EQ(parcel->count, 1u);
+  EXPECT_EQ(parcel->blocks[0], block);
+  release_parcel(nullptr, parcel);
+  set_owner(span, nullptr);
+  strata_free(block);
+  strata_release_free_memory();
+}
+
 }  // namespace
 
 // The scenario of a heap corruption the thread-churn stress test found under
@@ -83,17 +99,7 @@ TEST(RemoteFree, ForwardedBlocksKeepTheirOwnBatch) {
   }).join();
 
   // The forwarded block reached T's inbox; give it back to the central cache.
-  InboxItem mail = adopter->inbox.take_all();
-  ASSERT_NE(mail, 0u);
-  ASSERT_FALSE(item_is_block(mail));
-  Parcel* parcel = item_parcel(mail);
-  EXPECT_EQ(parcel->next, 0u) << "one parcel";
-  ASSERT_EQ(parcel->count, 1u);
-  EXPECT_EQ(parcel->blocks[0], block_a);
-  release_parcel(nullptr, parcel);
-  set_owner(span_a, nullptr);
-  strata_free(block_a);
-  strata_release_free_memory();
+  expect_one_parcel_of(adopter, block_a, span_a);
 }
 
 // Both kinds of inbox item reach the owner: parcels (from a thread's outbox)
@@ -203,14 +209,5 @@ TEST(RemoteFree, TheOwnerTagPublishesTheOwnersCache) {
   owner.join();
 
   std::unique_ptr<ThreadCache> cache(built.load());
-  InboxItem mail = cache->inbox.take_all();
-  ASSERT_NE(mail, 0u) << "the block went to the tag's cache";
-  ASSERT_FALSE(item_is_block(mail));
-  Parcel* parcel = item_parcel(mail);
-  ASSERT_EQ(parcel->count, 1u);
-  EXPECT_EQ(parcel->blocks[0], block);
-  release_parcel(nullptr, parcel);
-  set_owner(span, nullptr);
-  strata_free(block);
-  strata_release_free_memory();
+  expect_one_parcel_of(cache.get(), block, span);  // the block went to the tag's cache
 }
