@@ -25,7 +25,7 @@ asm(".weak __gxx_personality_v0");
 // code comes before them, so their speed no longer moves with unrelated
 // changes elsewhere in the library (measured, 9-15 interleaved runs:
 // fastpath_pair 6.19 -> 5.87, seed 002 6.89 -> 6.71, new/delete 7.21 ->
-// 6.96 ns per pair; about 2 KiB of padding).
+// 6.96 ns per pair; about 1.4 KiB of padding).
 #define STRATA_EXPORT extern "C" __attribute__((visibility("default"), aligned(64)))
 #define STRATA_EXPORT_CXX __attribute__((visibility("default"), aligned(64)))
 
