@@ -93,7 +93,7 @@ static_assert(kTables.count + 1 == kNumClasses, "kNumClasses must match the gene
 }  // namespace size_class_build
 
 // Class for a request of `size` bytes (size <= kMaxSmallSize).
-inline std::size_t size_to_class(std::size_t size) noexcept {
+constexpr std::size_t size_to_class(std::size_t size) noexcept {
   return size_class_build::kTables.class_of_index[size_class_build::index_of(size)];
 }
 

@@ -50,8 +50,7 @@ struct Outbox {
   }
 
   // The class of the largest blocks added without a byte count.
-  static constexpr std::size_t kLastUncountedClass =
-      size_class_build::kTables.class_of_index[size_class_build::index_of(kUncountedSize)];
+  static constexpr std::size_t kLastUncountedClass = size_to_class(kUncountedSize);
 
   // The common remote free, inline in its callers: the slot already holds a
   // parcel for `destination`, this block does not fill it, and it is small
