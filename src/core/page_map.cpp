@@ -42,6 +42,13 @@ void PageMap::set_owner_tag(PageId first, std::size_t count, std::uintptr_t tag)
                      __ATOMIC_RELEASE);
 }
 
+void PageMap::set_page_classes(PageId first, std::size_t count, std::size_t size_class) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t& word = leaf_for_write(first + i)->page_classes[(first + i) & (kLeafEntries - 1)];
+    __atomic_store_n(&word, static_cast<std::uint32_t>((i << kPageShift) | size_class), __ATOMIC_RELAXED);
+  }
+}
+
 void PageMap::set_range(PageId first, std::size_t count, Span* span) noexcept {
   for (std::size_t i = 0; i < count; ++i) set(first + i, span);
 }

@@ -7,12 +7,16 @@
 //          only where entries are written: 8 bytes per 8 KiB page, 0.1 %)
 //
 // Each entry holds two words: the Span*, and an owner tag (the owning
-// ThreadCache's address | the size class) for pages of small spans owned by
-// a thread, 0 otherwise. The free fast path compares the tag with its own
-// cache and reads the class from it, without touching the span (one load
-// instead of three). A tag changes only when ownership changes, and every
-// change to or from thread T's ownership is written by T itself (it creates,
-// adopts or gives up the span), so T never sees a stale tag naming T.
+// ThreadCache's address) for pages of small spans owned by a thread, 0
+// otherwise. The free fast path compares the tag with its own cache without
+// touching anything else. A tag changes only when ownership changes, and
+// every change to or from thread T's ownership is written by T itself (it
+// creates, adopts or gives up the span), so T never sees a stale tag naming
+// T. Beside the entries, each leaf holds a word per page of a small span:
+// its size class and its offset in the span, written when the span is
+// formatted, before it is tagged. A thread freeing another thread's block
+// reads it instead of the span, whose line would be a cache miss on nearly
+// every remote free (16 pages to a line).
 //
 // Lookups take no lock: a leaf, once published, is never moved or freed, and
 // the entries a reader may look at (the pages of a block it owns) were
@@ -54,9 +58,19 @@ class PageMap {
     std::uintptr_t owner_tag;
     Span* span;
   };
+  // A page of a small span: the span's size class, and the page's offset
+  // in the span (so a block's offset in its span is known without the
+  // span). Stored as one word: the offset | the class (offsets are whole
+  // pages, classes are below kPageSize).
+  struct PageClass {
+    std::size_t size_class;
+    std::size_t page_offset;  // bytes from the span's start to the page's
+  };
   struct Leaf {
     Entry entries[kLeafEntries];
+    std::uint32_t page_classes[kLeafEntries];  // of pages of small spans
   };
+  static constexpr std::size_t kPageClassesOffset = sizeof(Entry) * kLeafEntries;
 
   // The entry of the page holding `address`. Hot path: two dependent loads.
   const Entry& entry(const void* address) const noexcept {
@@ -93,6 +107,16 @@ class PageMap {
     }
     Span* span() const noexcept {
       return racy_load(*reinterpret_cast<Span* const*>(leaf + offset + sizeof(std::uintptr_t)));
+    }
+    // The page's size class and place in its span: valid after an owner tag read with acquire
+    // (the class is written when the span is formatted, before it is
+    // tagged). A free whose tag is stale by the time it reads the class can
+    // meet the class of a later use of the pages only if the span emptied
+    // meanwhile: a double free, which the owner's drain checks again.
+    PageClass page_class() const noexcept {
+      constexpr std::size_t kRatio = sizeof(Entry) / sizeof(std::uint32_t);
+      std::size_t both = racy_load(*reinterpret_cast<const std::uint32_t*>(leaf + kPageClassesOffset + offset / kRatio));
+      return PageClass{both & (kPageSize - 1), both & ~(kPageSize - 1)};
     }
   };
   EntryRef entry_ref(const void* address) const noexcept {
@@ -133,6 +157,12 @@ class PageMap {
 
   // Writes the owner tag of every page of [first, first + count).
   void set_owner_tag(PageId first, std::size_t count, std::uintptr_t tag) noexcept;
+
+  // Writes the PageClass of every page of the span [first, first + count):
+  // the span's owner, when it formats the span for a
+  // class (before the span is tagged, or while it is empty and tagged with
+  // its owner).
+  void set_page_classes(PageId first, std::size_t count, std::size_t size_class) noexcept;
 
   // Bytes of address space reserved for leaves (for statistics).
   std::size_t leaf_bytes() const noexcept { return leaf_count_ * sizeof(Leaf); }

@@ -30,7 +30,12 @@ struct SizeClassInfo {
   std::uint32_t span_objects;  // blocks per span
   std::uint32_t wake_frees;    // frees that make a full span worth using again
   std::uint64_t reciprocal;    // ceil(2^32 / size): offset / size without a division
+  // ceil(2^64 / size): offset is a multiple of size exactly when
+  // offset * multiple_test, modulo 2^64, is below it (Lemire, Kaser and
+  // Kurz, "Faster remainder by direct computation", 2019); 0 for class 0.
+  std::uint64_t multiple_test;
 };
+static_assert(sizeof(SizeClassInfo) == 32, "a power of two: the table is indexed with a shift");
 
 namespace size_class_build {
 
@@ -71,8 +76,8 @@ constexpr Tables build() noexcept {
     ++t.count;
     std::uint32_t pages = span_pages_for(size);
     std::uint32_t objects = static_cast<std::uint32_t>(pages * kPageSize / size);
-    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, objects,
-                                    wake_frees_for(objects), ((std::uint64_t{1} << 32) + size - 1) / size};
+    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, objects, wake_frees_for(objects),
+                                    ((std::uint64_t{1} << 32) + size - 1) / size, ~std::uint64_t{0} / size + 1};
   };
   for (std::size_t s = 16; s <= 128; s += 16) add(s);
   for (std::size_t base = 128; base < kMaxSmallSize; base *= 2)
@@ -111,13 +116,13 @@ inline constexpr std::size_t class_size(std::size_t cls) noexcept {
 }
 
 // Is `offset` (from its span's start, less than the span's bytes: < 2^21)
-// where a block of class `cls` starts? A multiply by the reciprocal instead
-// of a 64-bit division (tens of cycles on the free slow path); exact for
-// these offsets (tests/unit/size_classes_test checks every one).
+// where a block of class `cls` starts? One multiply and a compare instead of
+// a 64-bit division (tens of cycles on every remote free); exact for every
+// offset below 2^49 (tests/unit/size_classes_test checks every offset of
+// every span). Class 0 has no block start.
 inline bool is_block_start(std::size_t offset, std::size_t cls) noexcept {
-  const SizeClassInfo& info = size_class_build::kTables.info[cls];
-  std::uint64_t quotient = (static_cast<std::uint64_t>(offset) * info.reciprocal) >> 32;
-  return quotient * info.size == offset;
+  const std::uint64_t test = size_class_build::kTables.info[cls].multiple_test;
+  return static_cast<std::uint64_t>(offset) * test < test;
 }
 
 // The smallest class >= `size` whose blocks are all aligned to `alignment`

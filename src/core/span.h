@@ -46,13 +46,14 @@ inline constexpr std::size_t kFreeWords = kPageSize / 16 / 64;
 
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
-// Four cache lines: what threads that free a block of the span read (the
-// first), what the owner writes on every free and refill (the second, with
-// the rest of the free bits in the third: a remote sender reading the first
-// line never contends with the owner's writes), and the page heap's
-// bookkeeping (the fourth).
+// Four cache lines: what the slow paths of other threads read (the first:
+// frees of unowned spans, forwarded blocks, misuse checks; the common remote
+// free reads the page map instead, core/page_map.h), what the owner writes
+// on every free and refill (the second, with the rest of the free bits in
+// the third: a thread reading the first line never contends with the
+// owner's writes), and the page heap's bookkeeping (the fourth).
 struct Span {
-  // --- line 1: read by every slow free, remote senders included ----------
+  // --- line 1: read by other threads' slow paths ---------------------------
   std::atomic<ThreadCache*> owner{nullptr};
   PageId first_page = 0;
   std::size_t page_count = 0;
@@ -83,7 +84,7 @@ struct Span {
   bool sleeping = false;           // nearly full and unlisted until countdown reaches 0
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
   bool any_parked = false;         // parked_units != 0 (read without touching line 3)
-  std::uint8_t owner_class = 0;    // == size_class, for the owner's paths (line 1 is the senders')
+  std::uint8_t owner_class = 0;    // == size_class, for the owner's paths (line 1 is other threads')
   std::uint16_t capacity = 0;      // blocks per span (small; at most 512)
   std::uint16_t fresh_from = 0;    // blocks from this index on were never handed out (formatting resets it)
   std::uint32_t used_epoch = 0;    // owner's scavenge epoch when it last fed an allocation word

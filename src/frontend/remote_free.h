@@ -30,11 +30,12 @@ class ThreadCache;
 void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 
 // Everything but the common case (Outbox::add_to_open_parcel), for a
-// caller that knows the span's owner: `destination` is its cache (a page's
-// owner tag, which may be stale: the old owner then forwards the block).
-// No cache, no open parcel for this destination, or a parcel this block
-// fills (or a byte bound it reaches).
-void remote_free_slow(ThreadCache* cache, void* block, Span* span, Destination destination) noexcept;
+// caller that knows the span's owner and class: `destination` is its cache
+// (a page's owner tag, which may be stale: the old owner then forwards the
+// block). No cache, no open parcel for this destination, a parcel this
+// block fills, or a block over Outbox::kUncountedSize (its bytes are
+// counted, and may reach the bound).
+void remote_free_slow(ThreadCache* cache, void* block, std::size_t size_class, Destination destination) noexcept;
 
 // Remote frees by threads without a cache (young or exiting threads): each
 // is delivered on its own, and counted here for statistics.

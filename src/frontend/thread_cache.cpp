@@ -311,12 +311,25 @@ bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* 
   return (index >> 6) == word.span_word && ((word.bits >> (index & 63)) & 1) != 0;
 }
 
+// A block sent to us for a span we no longer own: the sender read the
+// page's owner tag before the span changed hands. A live block's span is
+// still small and of the same class (it cannot be released while the block
+// is out): the block goes on to the new owner. Anything else means the span
+// was released meanwhile, so the block was free already when it was sent.
+void forward_block(ThreadCache* cache, void* block, Span* span) noexcept {
+  if (span == nullptr || span->state != SpanState::kSmall || !span->contains(block) ||
+      !is_block_start(static_cast<std::size_t>(static_cast<char*>(block) - static_cast<char*>(span->start())),
+                      span->size_class))
+    report_misuse(block, "double free (block of a span released while it was sent)");
+  remote_free(cache, block, span);
+}
+
 // One block of the inbox. Its page's owner tag says whether we still own the
 // span (the sender may have looked before the span changed hands).
 void receive_block(ThreadCache* cache, void* block) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   Span* span = entry.span();
-  if (entry.owner_tag() != owner_tag_for(cache)) return remote_free(cache, block, span);
+  if (entry.owner_tag() != owner_tag_for(cache)) return forward_block(cache, block, span);
   // Freed by another thread: on our allocation word, it is free already
   // (a block free in its span's bits is caught by free_owned itself).
   if (on_allocation_word(cache, span, block)) block_freed_twice(block);
@@ -615,24 +628,24 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
   // page's owner tag is set), freed by a thread whose outbox already holds
   // an open parcel for that owner. A set tag already says what
   // deallocate_general establishes one check at a time (a span strata made,
-  // covering the block, small, owned by a thread: the page is one of the
-  // span's, so the offset is within it), and names the owner (the tag is
-  // its cache's address: the destination, without a read of the span's
-  // owner); what is left to check is the state (a tag read while a double
-  // free races with the span's release) and the block's start. A tag that
-  // is stale by now sends the block to the previous owner, which forwards
-  // it (frontend/remote_free.h). Young and exiting threads free through the
-  // shared empty and dead caches, whose outboxes never open a parcel: they
-  // go on to deallocate_general (which counts a young thread's remote
-  // frees), as does every other case.
+  // covering the block, small, owned by a thread), and names the owner (the
+  // tag is its cache's address: the destination). The page's class and its
+  // place in the span (page map) give the block's offset in the span, so
+  // its start is checked without reading the span, whose line would miss on
+  // nearly every remote free (the owner's drain reads it anyway). A tag
+  // that is stale by now sends the block to the previous owner, which
+  // forwards it or, if the span is no longer small (a double free racing
+  // with its release), reports it (receive_block). Young and exiting
+  // threads free through the shared empty and dead caches, whose outboxes
+  // never open a parcel: they go on to deallocate_general (which counts a
+  // young thread's remote frees), as does every other case.
   const std::uintptr_t tag = entry.owner_tag_acquire();
   if (tag != 0) {
-    Span* span = entry.span();
-    std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
-                                                  static_cast<char*>(span->start()));
-    if (__builtin_expect(span->state == SpanState::kSmall && is_block_start(offset, span->size_class), 1)) {
-      if (__builtin_expect(cache->outbox.add_to_open_parcel(block, span->size_class, tag), 1)) return;
-      if (cache->life == ThreadCache::Life::kAlive) return remote_free_slow(cache, block, span, tag);
+    const PageMap::PageClass page = entry.page_class();
+    const std::size_t offset = page.page_offset | (reinterpret_cast<std::uintptr_t>(block) & (kPageSize - 1));
+    if (__builtin_expect(is_block_start(offset, page.size_class), 1)) {
+      if (__builtin_expect(cache->outbox.add_to_open_parcel(block, page.size_class, tag), 1)) return;
+      if (cache->life == ThreadCache::Life::kAlive) return remote_free_slow(cache, block, page.size_class, tag);
     }
   }
   return deallocate_general(block);

@@ -2,7 +2,9 @@
 #include <gtest/gtest.h>
 
 #include "backend/page_heap.h"
+#include "central/central_cache.h"
 #include "core/page_map.h"
+#include "core/size_classes.h"
 #include "platform/os.h"
 
 using namespace strata::detail;
@@ -30,9 +32,24 @@ TEST(PageMap, SetAndLookupAcrossALeafBoundary) {
   }
   EXPECT_EQ(map.lookup_page(first - 1), nullptr);
   EXPECT_EQ(map.lookup_page(first + 4), nullptr);
-  map.set_owner_tag(first, 4, 0x1234000 | 48);
-  EXPECT_EQ(map.owner_tag(reinterpret_cast<void*>(address_of(first + 3))), 0x1234000u | 48);
-  EXPECT_EQ(map.leaf_bytes(), 2 * sizeof(PageMap::Entry) * PageMap::kLeafEntries);
+  // Tags, and each page's class and place in its span, on both sides of
+  // the leaf boundary.
+  map.set_owner_tag(first, 4, 0x1234000);
+  map.set_page_classes(first, 4, 48);
+  for (PageId p = first; p < first + 4; ++p) {
+    const char* inside = reinterpret_cast<const char*>(address_of(p)) + 4000;
+    EXPECT_EQ(map.owner_tag(inside), 0x1234000u);
+    EXPECT_EQ(map.entry_ref(inside).page_class().size_class, 48u);
+    EXPECT_EQ(map.entry_ref(inside).page_class().page_offset, (p - first) * kPageSize);
+    EXPECT_EQ(map.entry_ref(inside).span(), &span);
+  }
+  map.set_owner_tag(first + 1, 1, 0);
+  map.set_page_classes(first + 1, 1, 7);  // a one-page span of class 7
+  EXPECT_EQ(map.owner_tag(reinterpret_cast<void*>(address_of(first + 1))), 0u);
+  EXPECT_EQ(map.entry_ref(reinterpret_cast<void*>(address_of(first + 1))).page_class().size_class, 7u);
+  EXPECT_EQ(map.entry_ref(reinterpret_cast<void*>(address_of(first + 1))).page_class().page_offset, 0u);
+  EXPECT_EQ(map.entry_ref(reinterpret_cast<void*>(address_of(first + 3))).page_class().page_offset, 3 * kPageSize);
+  EXPECT_EQ(map.leaf_bytes(), 2 * sizeof(PageMap::Leaf));
 }
 
 TEST(PageMap, HeapPagesMapToTheirSpan) {
@@ -41,4 +58,35 @@ TEST(PageMap, HeapPagesMapToTheirSpan) {
   for (std::size_t i = 0; i < 5; ++i)
     EXPECT_EQ(g_page_map.lookup_page(span->first_page + i), span);
   g_page_heap.deallocate(span);
+}
+
+// What a remote free checks without reading the span (frontend/
+// thread_cache.cpp, deallocate_slow): every page of a formatted span of
+// every class gives the class, and a block's offset in its span from the
+// page's offset in it; block starts pass, interior pointers do not.
+TEST(PageMap, PageClassesGiveEveryBlocksOffsetInItsSpan) {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    const SizeClassInfo& info = class_info(cls);
+    Span* span = g_page_heap.allocate(info.span_pages, 1, SpanState::kSmall);
+    ASSERT_NE(span, nullptr);
+    init_small_span(span, cls, nullptr);
+    auto offset_from_page_map = [](const char* p) {
+      PageMap::PageClass page = g_page_map.entry_ref(p).page_class();
+      return std::make_pair(page.size_class, page.page_offset | (reinterpret_cast<std::uintptr_t>(p) & (kPageSize - 1)));
+    };
+    const char* start = static_cast<const char*>(span->start());
+    for (std::size_t i = 0; i < info.span_objects; ++i) {
+      const char* block = start + i * info.size;
+      auto [page_class, offset] = offset_from_page_map(block);
+      ASSERT_EQ(page_class, cls);
+      ASSERT_EQ(offset, i * info.size) << "class " << cls << " block " << i;
+      EXPECT_TRUE(is_block_start(offset, page_class));
+      // An interior pointer, on the block's last byte (the next page, for
+      // blocks that cross one).
+      auto [last_class, last_offset] = offset_from_page_map(block + info.size - 1);
+      ASSERT_EQ(last_class, cls);
+      EXPECT_FALSE(is_block_start(last_offset, last_class)) << "class " << cls << " block " << i;
+    }
+    g_page_heap.deallocate(span);
+  }
 }

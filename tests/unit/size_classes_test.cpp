@@ -86,4 +86,5 @@ TEST(SizeClasses, BlockStartsAreFoundWithoutADivision) {
     for (std::size_t offset = 0; offset < span_bytes; ++offset)
       ASSERT_EQ(is_block_start(offset, cls), offset % info.size == 0) << "class " << cls << " offset " << offset;
   }
+  for (std::size_t offset : {0u, 1u, 16u, 4096u}) EXPECT_FALSE(is_block_start(offset, 0)) << offset;
 }
