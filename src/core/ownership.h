@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "core/page_map.h"
+#include "core/size_classes.h"
 #include "core/span.h"
 
 namespace strata::detail {
@@ -25,9 +26,20 @@ inline std::uintptr_t owner_tag_for(const ThreadCache* owner) noexcept {
 }
 
 // Makes `owner` (nullptr: the central cache) the owner of a small span.
+// A thread's span gets its pages' class words first (core/page_map.h: what
+// other threads' frees read once they see the tag); unowned spans need none,
+// so a program whose threads stay young never writes that part of a leaf.
 inline void set_owner(Span* span, ThreadCache* owner) noexcept {
   span->owner.store(owner, std::memory_order_release);
+  if (owner != nullptr) g_page_map.set_page_classes(span->first_page, span->page_count, span->size_class);
   g_page_map.set_owner_tag(span->first_page, span->page_count, owner_tag_for(owner));
 }
+
+// A page's class and its offset in its span share one 32-bit word.
+static_assert([] {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    if ((std::uint64_t{class_info(cls).span_pages} << kPageShift) > 0xffffffff) return false;
+  return kNumClasses <= kPageSize;
+}(), "a page's class and offset in its span fit the page map's word");
 
 }  // namespace strata::detail

@@ -12,9 +12,9 @@
 // touching anything else. A tag changes only when ownership changes, and
 // every change to or from thread T's ownership is written by T itself (it
 // creates, adopts or gives up the span), so T never sees a stale tag naming
-// T. Beside the entries, each leaf holds a word per page of a small span:
-// its size class and its offset in the span, written when the span is
-// formatted, before it is tagged. A thread freeing another thread's block
+// T. Beside the entries, each leaf holds a word per page of a span a thread
+// owns: its size class and its offset in the span, written before the span
+// is tagged (core/ownership.h). A thread freeing another thread's block
 // reads it instead of the span, whose line would be a cache miss on nearly
 // every remote free (16 pages to a line).
 //
@@ -108,11 +108,11 @@ class PageMap {
     Span* span() const noexcept {
       return racy_load(*reinterpret_cast<Span* const*>(leaf + offset + sizeof(std::uintptr_t)));
     }
-    // The page's size class and place in its span: valid after an owner tag read with acquire
-    // (the class is written when the span is formatted, before it is
-    // tagged). A free whose tag is stale by the time it reads the class can
-    // meet the class of a later use of the pages only if the span emptied
-    // meanwhile: a double free, which the owner's drain checks again.
+    // The page's size class and place in its span: valid after an owner
+    // tag read with acquire (written before the tag, core/ownership.h). A
+    // free whose tag is stale by the time it reads the class can meet the
+    // class of a later use of the pages only if the span emptied meanwhile:
+    // a double free, which the owner's drain checks again.
     PageClass page_class() const noexcept {
       constexpr std::size_t kRatio = sizeof(Entry) / sizeof(std::uint32_t);
       std::size_t both = racy_load(*reinterpret_cast<const std::uint32_t*>(leaf + kPageClassesOffset + offset / kRatio));
@@ -159,9 +159,8 @@ class PageMap {
   void set_owner_tag(PageId first, std::size_t count, std::uintptr_t tag) noexcept;
 
   // Writes the PageClass of every page of the span [first, first + count):
-  // the span's owner, when it formats the span for a
-  // class (before the span is tagged, or while it is empty and tagged with
-  // its owner).
+  // the span's owner, when it takes the span (before the span is tagged) or
+  // makes its own empty span over for another class.
   void set_page_classes(PageId first, std::size_t count, std::size_t size_class) noexcept;
 
   // Bytes of address space reserved for leaves (for statistics).

@@ -1,7 +1,6 @@
 #include "core/span_blocks.h"
 
 #include "core/diagnostics.h"
-#include "core/page_map.h"
 #include "platform/os.h"
 
 namespace strata::detail {
@@ -31,17 +30,10 @@ std::uint64_t bits_of_range(std::uint32_t w, std::uint64_t first, std::uint64_t 
 
 }  // namespace
 
-static_assert([] {
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
-    if ((std::uint64_t{class_info(cls).span_pages} << kPageShift) > 0xffffffff) return false;
-  return kNumClasses <= kPageSize;
-}(), "a page's class and offset in its span fit the page map's word");
-
 void format_small_span(Span* span, std::size_t cls) noexcept {
   const SizeClassInfo& info = class_info(cls);
   span->size_class = static_cast<std::uint8_t>(cls);
   span->owner_class = static_cast<std::uint8_t>(cls);
-  g_page_map.set_page_classes(span->first_page, span->page_count, cls);  // read by remote frees
   span->capacity = static_cast<std::uint16_t>(info.span_objects);
   span->countdown = 0;
   span->sleeping = false;

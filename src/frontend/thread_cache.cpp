@@ -123,6 +123,9 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
     unkeep(cache, span);
     cache->partial[other].remove(span);
     format_small_span(span, cls);  // verified when it emptied
+    // Tagged with us already: only the class words change (no other thread
+    // may free into an empty span).
+    g_page_map.set_page_classes(span->first_page, span->page_count, cls);
     return span;
   }
   return nullptr;

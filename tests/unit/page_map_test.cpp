@@ -1,10 +1,13 @@
 // The page map: lazy leaves, lookups, owner tags.
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "backend/page_heap.h"
 #include "central/central_cache.h"
 #include "core/page_map.h"
 #include "core/size_classes.h"
+#include "frontend/thread_cache.h"
 #include "platform/os.h"
 
 using namespace strata::detail;
@@ -61,15 +64,16 @@ TEST(PageMap, HeapPagesMapToTheirSpan) {
 }
 
 // What a remote free checks without reading the span (frontend/
-// thread_cache.cpp, deallocate_slow): every page of a formatted span of
-// every class gives the class, and a block's offset in its span from the
-// page's offset in it; block starts pass, interior pointers do not.
+// thread_cache.cpp, deallocate_slow): every page of a span a thread owns,
+// of every class, gives the class, and a block's offset in its span from
+// the page's offset in it; block starts pass, interior pointers do not.
 TEST(PageMap, PageClassesGiveEveryBlocksOffsetInItsSpan) {
+  auto owner = std::make_unique<ThreadCache>();  // a stand-in: only its address is used
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     const SizeClassInfo& info = class_info(cls);
     Span* span = g_page_heap.allocate(info.span_pages, 1, SpanState::kSmall);
     ASSERT_NE(span, nullptr);
-    init_small_span(span, cls, nullptr);
+    init_small_span(span, cls, owner.get());
     auto offset_from_page_map = [](const char* p) {
       PageMap::PageClass page = g_page_map.entry_ref(p).page_class();
       return std::make_pair(page.size_class, page.page_offset | (reinterpret_cast<std::uintptr_t>(p) & (kPageSize - 1)));

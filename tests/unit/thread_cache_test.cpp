@@ -367,6 +367,37 @@ TEST(ThreadCache, AnEmptiedSpanIsKeptWithoutAWalkAndServesAgainInAddressOrder) {
   }).join();
 }
 
+// An empty span the thread keeps for one class serves another class of the
+// same span length; the page map's class words must follow, or other
+// threads' frees of its new blocks would fail the block-start check they
+// make without the span (and take the slow route, every one of them).
+TEST(ThreadCache, AKeptSpanMadeOverForAnotherClassCarriesItsNewClassInThePageMap) {
+  std::thread([] {
+    ThreadCache* cache = become_busy();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t old_cls = size_to_class(448), new_cls = size_to_class(480);
+    ASSERT_NE(old_cls, new_cls);
+    ASSERT_EQ(class_info(old_cls).span_pages, class_info(new_cls).span_pages);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < 3 * class_info(old_cls).span_objects; ++i) blocks.push_back(strata_malloc(448));
+    std::vector<Span*> old_spans;
+    for (void* b : blocks) old_spans.push_back(g_page_map.lookup(b));
+    for (void* b : blocks) strata_free(b);
+    void* block = strata_malloc(480);
+    Span* span = g_page_map.lookup(block);
+    ASSERT_NE(std::find(old_spans.begin(), old_spans.end(), span), old_spans.end())
+        << "a kept span of the other class served";
+    ASSERT_EQ(span->size_class, new_cls);
+    for (std::uint32_t i = 0; i < class_info(new_cls).span_objects; ++i) {
+      const char* p = static_cast<const char*>(span->start()) + i * class_size(new_cls);
+      PageMap::PageClass page = g_page_map.entry_ref(p).page_class();
+      EXPECT_EQ(page.size_class, new_cls) << "block " << i;
+      EXPECT_TRUE(is_block_start(page.page_offset | (reinterpret_cast<std::uintptr_t>(p) & (kPageSize - 1)), new_cls));
+    }
+    strata_free(block);
+  }).join();
+}
+
 TEST(ThreadCacheDeathTest, ASecondFreeOfABlockIsCaughtAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
