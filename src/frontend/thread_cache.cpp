@@ -638,7 +638,7 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
   // nearly every remote free (the owner's drain reads it anyway). A tag
   // that is stale by now sends the block to the previous owner, which
   // forwards it or, if the span is no longer small (a double free racing
-  // with its release), reports it (receive_block). Young and exiting
+  // with its release), reports it (forward_block). Young and exiting
   // threads free through the shared empty and dead caches, whose outboxes
   // never open a parcel: they go on to deallocate_general (which counts a
   // young thread's remote frees), as does every other case.
