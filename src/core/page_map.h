@@ -3,8 +3,9 @@
 //
 //   root:  2^17 entries in .bss (1 MiB of address space, touched only where
 //          the heap lives: 8 bytes per 2 GiB of heap)
-//   leaf:  2^18 Span* entries (2 MiB, mapped lazily, physical pages appear
-//          only where entries are written: 8 bytes per 8 KiB page, 0.1 %)
+//   leaf:  2^18 entries of 16 bytes and 2^18 class words of 4 (5 MiB,
+//          mapped lazily, physical pages appear only where they are
+//          written: 16 + 4 bytes per 8 KiB page, 0.25 %)
 //
 // Each entry holds two words: the Span*, and an owner tag (the owning
 // ThreadCache's address) for pages of small spans owned by a thread, 0
