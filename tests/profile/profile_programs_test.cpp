@@ -23,12 +23,27 @@ namespace {
 using Outcome = strata_test::ChildOutcome;
 using strata_test::run_child;
 
-std::string fresh_dir(const char* name) {
-  std::string dir = std::string(::testing::TempDir()) + "strata_profiles_" + name + "_" + std::to_string(getpid());
-  std::string command = "rm -rf '" + dir + "' && mkdir -p '" + dir + "'";
-  EXPECT_EQ(std::system(command.c_str()), 0);
-  return dir;
-}
+// A fresh directory for one test's profiles, removed when the test ends
+// unless the test failed (its profiles are then left to look at).
+class ProfileDir {
+ public:
+  explicit ProfileDir(const char* name)
+      : path_(std::string(::testing::TempDir()) + "strata_profiles_" + name + "_" + std::to_string(getpid())) {
+    std::string command = "rm -rf '" + path_ + "' && mkdir -p '" + path_ + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+  ~ProfileDir() {
+    if (::testing::Test::HasFailure()) return;
+    std::string command = "rm -rf '" + path_ + "'";
+    EXPECT_EQ(std::system(command.c_str()), 0);
+  }
+  ProfileDir(const ProfileDir&) = delete;
+  ProfileDir& operator=(const ProfileDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // One line of a heap profile: estimates, unsampled by strata already
 // ("@ heapprofile": the pprof tools take the figures as they are).
@@ -108,7 +123,8 @@ int site_of(const std::vector<Truth>& sites, std::uintptr_t pc) {
 }
 
 void check_accuracy(const char* program, std::vector<std::string> extra_env) {
-  std::string dir = fresh_dir("accuracy");
+  ProfileDir profile_dir("accuracy");
+  const std::string& dir = profile_dir.path();
   std::string truth_path = dir + "/truth.txt";
   std::vector<std::string> env = {"STRATA_PROFILE=1", "STRATA_PROFILE_PATH=" + dir + "/acc",
                                   "STRATA_PROFILE_TOP=3"};
@@ -169,7 +185,8 @@ TEST(ProfiledPrograms, SharesAndTotalsAreAccurateWithLdPreload) {
 // Every entry point records the program's call site as the first frame and
 // the program's caller next (the program keeps frame pointers).
 void check_entry_points(const char* program, std::vector<std::string> extra_env) {
-  std::string dir = fresh_dir("entries");
+  ProfileDir profile_dir("entries");
+  const std::string& dir = profile_dir.path();
   std::string truth_path = dir + "/truth.txt";
   std::vector<std::string> env = {"STRATA_PROFILE=1", "STRATA_PROFILE_PATH=" + dir + "/entries",
                                   "STRATA_PROFILE_SAMPLE=1"};
@@ -206,7 +223,8 @@ TEST(ProfiledPrograms, EveryEntryPointNamesItsCallerWithLdPreload) {
 }
 
 TEST(ProfiledPrograms, DefaultPathIsStrataDotPidDotHeapInTheWorkingDirectory) {
-  std::string dir = fresh_dir("default");
+  ProfileDir profile_dir("default");
+  const std::string& dir = profile_dir.path();
   Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"}, {"STRATA_PROFILE=1"}, dir);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   Profile profile = read_profile(profile_path(dir, "strata", o.pid));
@@ -217,7 +235,8 @@ TEST(ProfiledPrograms, DefaultPathIsStrataDotPidDotHeapInTheWorkingDirectory) {
 }
 
 TEST(ProfiledPrograms, NoProfileUnlessAsked) {
-  std::string dir = fresh_dir("none");
+  ProfileDir profile_dir("none");
+  const std::string& dir = profile_dir.path();
   Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"}, {}, dir);
   ASSERT_TRUE(o.exited_ok()) << o.output;
   EXPECT_EQ(o.output.find("strata:"), std::string::npos) << o.output;
@@ -230,7 +249,8 @@ TEST(ProfiledPrograms, NoProfileUnlessAsked) {
 }
 
 TEST(ProfiledPrograms, SamplingOffWritesAnEmptyProfile) {
-  std::string dir = fresh_dir("off");
+  ProfileDir profile_dir("off");
+  const std::string& dir = profile_dir.path();
   Outcome o = run_child({PROFILE_PROGRAM_STATIC, "leak"},
                   {"STRATA_PROFILE=1", "STRATA_PROFILE_SAMPLE=0", "STRATA_PROFILE_PATH=" + dir + "/off"});
   ASSERT_TRUE(o.exited_ok()) << o.output;
