@@ -72,6 +72,11 @@ inline std::uint64_t block_index(const Span* span, const void* block) noexcept {
   return (offset * (span->index_multiplier >> kIndexShift)) >> 32;
 }
 
+// Is `block` (inside the small span) where one of its blocks starts?
+inline bool starts_a_block(const Span* span, const void* block) noexcept {
+  return is_block_start(reinterpret_cast<std::uintptr_t>(block) - address_of(span->first_page), span->size_class);
+}
+
 inline void* block_at(const Span* span, std::uint64_t index) noexcept {
   return reinterpret_cast<void*>(span->block_base + index * class_size(span->owner_class));
 }

@@ -49,15 +49,6 @@ struct Outbox {
     return static_cast<std::size_t>((d * 0x9e3779b97f4a7c15ull) >> 59);  // top 5 bits
   }
 
-  // The parcel the slot holds for `destination`, if one that this block does
-  // not fill; else nullptr.
-  Parcel* open_parcel_with_room(Destination destination) const noexcept {
-    const OutboxSlot& slot = slots[slot_index(destination)];
-    Parcel* parcel = slot.parcel;
-    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity) return nullptr;
-    return parcel;
-  }
-
   // The class of the largest blocks added without a byte count.
   static constexpr std::size_t kLastUncountedClass = size_to_class(kUncountedSize);
 
@@ -70,17 +61,16 @@ struct Outbox {
   // outbox that never opens a parcel (those of the shared empty and dead
   // caches) always says false.
   bool add_to_open_parcel(void* block, std::size_t size_class, Destination destination) noexcept {
-    Parcel* parcel = open_parcel_with_room(destination);
-    if (parcel == nullptr || size_class > kLastUncountedClass) return false;
-    parcel->blocks[parcel->count++] = block;
-    return true;
+    return size_class <= kLastUncountedClass && add_counted_to_open_parcel(block, size_class, destination);
   }
 
   // The same for a block of any class, counting the bytes of one over
   // kUncountedSize (false when they would reach kTotalBytes).
   bool add_counted_to_open_parcel(void* block, std::size_t size_class, Destination destination) noexcept {
-    Parcel* parcel = open_parcel_with_room(destination);
-    if (parcel == nullptr) return false;
+    const OutboxSlot& slot = slots[slot_index(destination)];
+    Parcel* parcel = slot.parcel;
+    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity)
+      return false;
     if (size_class > kLastUncountedClass) {
       const std::size_t size = class_size(size_class);
       if (counted_bytes + size >= kTotalBytes) return false;

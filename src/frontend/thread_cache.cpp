@@ -320,9 +320,7 @@ bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* 
 // is out): the block goes on to the new owner. Anything else means the span
 // was released meanwhile, so the block was free already when it was sent.
 void forward_block(ThreadCache* cache, void* block, Span* span) noexcept {
-  if (span == nullptr || span->state != SpanState::kSmall || !span->contains(block) ||
-      !is_block_start(static_cast<std::size_t>(static_cast<char*>(block) - static_cast<char*>(span->start())),
-                      span->size_class))
+  if (span == nullptr || span->state != SpanState::kSmall || !span->contains(block) || !starts_a_block(span, block))
     report_misuse(block, "double free (block of a span released while it was sent)");
   remote_free(cache, block, span);
 }
@@ -609,9 +607,7 @@ __attribute__((noinline)) void deallocate_general(void* block) noexcept {
     if (span->sample != nullptr) release_sampled(span);  // heap profiling
     return g_page_heap.deallocate(span);
   }
-  std::size_t offset = static_cast<std::size_t>(static_cast<char*>(block) -
-                                                static_cast<char*>(span->start()));
-  if (!is_block_start(offset, span->size_class)) report_misuse(block, "free of an interior pointer");
+  if (!starts_a_block(span, block)) report_misuse(block, "free of an interior pointer");
   if (g_options.check) checked_free(block, span);
   ThreadCache* cache = current_cache(false);
   if (cache == nullptr && t_live_cache == nullptr && span->owner.load(std::memory_order_relaxed) != nullptr &&
