@@ -50,10 +50,18 @@ struct Tables {
   std::size_t count = 0;
 };
 
+// Blocks up to this size fill a span with as many blocks as its free bits
+// hold (512: 8 KiB of 16 B blocks, 32 KiB of 64 B ones), larger ones aim at
+// 16. A burst of small blocks then sits in 4x fewer spans, so that free, which
+// reads each block's span, finds more of them in L1 (docs/design.md, *Size
+// classes*); from 80 B up the larger spans cost peak RSS in thread churn.
+inline constexpr std::size_t kFullSpanMaxSize = 64;
+inline constexpr std::size_t kBlocksPerFullSpan = 512;
+
 constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
-  // Aim at 16 objects (at most 1 MiB), then grow until the tail left over
-  // after the last object wastes at most 1/8 of the span.
-  std::size_t target = size * 16;
+  // Aim at 16 objects (at most 1 MiB; 512 up to kFullSpanMaxSize), then grow
+  // until the tail left over after the last object wastes at most 1/8 of the span.
+  std::size_t target = size * (size <= kFullSpanMaxSize ? kBlocksPerFullSpan : 16);
   if (target > (std::size_t{1} << 20)) target = std::size_t{1} << 20;
   std::size_t pages = (target + kPageSize - 1) / kPageSize;
   if (pages == 0) pages = 1;

@@ -133,46 +133,47 @@ TEST(CentralCache, BlockCountsAddUp) {
 }
 
 // Free bits past a span's last block never exist: a class whose blocks do
-// not fill the last word (48 B: 170 blocks, 2 words and 42 bits).
+// not fill the last word (80 B: 102 blocks, a word and 38 bits).
 TEST(SpanBlocks, NoFreeBitPastTheLastBlock) {
-  const std::size_t cls = 3;
-  ASSERT_EQ(class_size(cls), 48u);
+  const std::size_t cls = 5;
+  ASSERT_EQ(class_size(cls), 80u);
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   ASSERT_NE(span, nullptr);
   init_small_span(span, cls, nullptr);
-  EXPECT_EQ(span->free_bits[2], (std::uint64_t{1} << 42) - 1);
-  for (std::size_t w = 3; w < kFreeWords; ++w) EXPECT_EQ(span->free_bits[w], 0u);
+  EXPECT_EQ(span->free_bits[1], (std::uint64_t{1} << 38) - 1);
+  for (std::size_t w = 2; w < kFreeWords; ++w) EXPECT_EQ(span->free_bits[w], 0u);
   std::vector<void*> blocks;
   while (void* b = span_has_free_blocks(span) ? take_one_block(span) : nullptr) blocks.push_back(b);
-  ASSERT_EQ(blocks.size(), 170u);
+  ASSERT_EQ(blocks.size(), 102u);
   EXPECT_TRUE(std::is_sorted(blocks.begin(), blocks.end())) << "lowest addresses first";
-  EXPECT_EQ(blocks.back(), static_cast<char*>(span->start()) + 169 * 48);
+  EXPECT_EQ(blocks.back(), static_cast<char*>(span->start()) + 101 * 80);
   for (std::size_t i = 0; i + 1 < blocks.size(); ++i) EXPECT_FALSE(free_block(span, blocks[i]));
   EXPECT_TRUE(free_block(span, blocks.back()));
   g_page_heap.deallocate(span);
 }
 
 // A span's last unit usually ends in the tail its last block leaves (8 KiB of
-// 48-byte blocks: 170 blocks, 32 bytes left): it goes back like any other
+// 80-byte blocks: 102 blocks, 32 bytes left): it goes back like any other
 // unit when the blocks that overlap it are free. A unit goes back only when
 // every block overlapping it is free, and its blocks stay free in the bits:
 // handed out again, they fault their pages back in.
 TEST(SpanBlocks, EveryFreeUnitIsParkedAndItsBlocksStayFree) {
-  const std::size_t cls = 3;
+  const std::size_t cls = 5;
+  ASSERT_EQ(class_size(cls), 80u);
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   ASSERT_NE(span, nullptr);
   init_small_span(span, cls, nullptr);
   ASSERT_EQ(span->bytes(), std::size_t{8192});
   std::vector<void*> blocks;
   while (span_has_free_blocks(span)) blocks.push_back(take_one_block(span));
-  for (void* b : blocks) std::memset(b, 0x5a, 48);  // resident
+  for (void* b : blocks) std::memset(b, 0x5a, 80);  // resident
   // Block 0 stays in use: unit 0 must stay, unit 1 (the tail's) must go.
   for (std::size_t i = 1; i < blocks.size(); ++i) EXPECT_FALSE(free_block(span, blocks[i]));
   std::size_t released = park_free_units(span);
   EXPECT_EQ(span->parked_units, std::uint64_t{2}) << "only the second unit is free";
   EXPECT_EQ(released, std::size_t{4096});
   EXPECT_EQ(park_free_units(span), 0u) << "a parked unit is not given back twice";
-  EXPECT_EQ(span_free_count(span), 169u) << "parked blocks are still free";
+  EXPECT_EQ(span_free_count(span), 101u) << "parked blocks are still free";
   EXPECT_EQ(static_cast<unsigned char*>(blocks[100])[0], 0u) << "their pages came back zeroed";
   TakenWord taken{};
   ASSERT_TRUE(take_free_word(span, taken));
