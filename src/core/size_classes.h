@@ -37,6 +37,14 @@ struct SizeClassInfo {
 };
 static_assert(sizeof(SizeClassInfo) == 32, "a power of two: the table is indexed with a shift");
 
+// Blocks up to this size fill a span with as many blocks as its free bits
+// hold (512: 8 KiB of 16 B blocks, 32 KiB of 64 B ones), larger ones aim at
+// 16. A burst of small blocks then sits in 4x fewer spans, so that free, which
+// reads each block's span, finds more of them in L1 (docs/design.md, *Size
+// classes*); from 80 B up the larger spans cost peak RSS in thread churn.
+inline constexpr std::size_t kFullSpanMaxSize = 64;
+inline constexpr std::size_t kBlocksPerFullSpan = 512;
+
 namespace size_class_build {
 
 constexpr std::size_t index_of(std::size_t size) noexcept {
@@ -49,14 +57,6 @@ struct Tables {
   std::array<std::uint8_t, kIndexCount> class_of_index{};
   std::size_t count = 0;
 };
-
-// Blocks up to this size fill a span with as many blocks as its free bits
-// hold (512: 8 KiB of 16 B blocks, 32 KiB of 64 B ones), larger ones aim at
-// 16. A burst of small blocks then sits in 4x fewer spans, so that free, which
-// reads each block's span, finds more of them in L1 (docs/design.md, *Size
-// classes*); from 80 B up the larger spans cost peak RSS in thread churn.
-inline constexpr std::size_t kFullSpanMaxSize = 64;
-inline constexpr std::size_t kBlocksPerFullSpan = 512;
 
 constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
   // Aim at 16 objects (at most 1 MiB; 512 up to kFullSpanMaxSize), then grow

@@ -93,10 +93,11 @@ struct Span {
   // offset gives its word (high half) and its bit (top 6 bits of the low
   // half), core/span_blocks.h.
   std::uint64_t index_multiplier = 0;
-  // Bit i: block i is free and here. 512 bits (a one-page span of 16-byte
-  // blocks); the first four words share the line with the fields above, so
-  // every class of at most 256 blocks per span (all but 16 B) touches one
-  // line per free and per refill.
+  // Bit i: block i is free and here. 512 bits (the spans of classes up to
+  // 64 B, core/size_classes.h); the first four words share the line with the
+  // fields above, so every class of at most 256 blocks per span (all over
+  // 64 B) and the lower half of the others' touch one line per free and per
+  // refill.
   std::uint64_t free_bits[kFreeWords] = {};
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back (all its blocks free)
   std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes

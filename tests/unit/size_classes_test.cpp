@@ -57,7 +57,12 @@ TEST(SizeClasses, SpanShapes) {
     EXPECT_GE(info.span_objects, 1u);
     EXPECT_LE((span_bytes % info.size) * 8, span_bytes) << "tail waste of class " << cls;
     EXPECT_LE(info.span_objects, kFreeWords * 64) << "every block has a free bit";
+    if (info.size <= kFullSpanMaxSize)  // a burst of the smallest blocks sits in few spans
+      EXPECT_EQ(info.span_objects, kBlocksPerFullSpan) << "class " << cls;
+    else
+      EXPECT_LE(info.span_objects, 128u) << "class " << cls << " (larger spans cost peak RSS)";
   }
+  EXPECT_EQ(kBlocksPerFullSpan, kFreeWords * 64) << "as many blocks as the free bits hold";
 }
 
 TEST(SizeClasses, FastPathOffsetTableAgreesWithTheClassTable) {
