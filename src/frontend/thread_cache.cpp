@@ -131,6 +131,30 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
   return nullptr;
 }
 
+// Before a thread takes pages it has not had, it gives the page heap about
+// a span's worth of its kept empty spans of other lengths (those of the
+// same length are made over instead, above): the page heap then serves the
+// new span from memory already backed, adjacent spans coalescing there. A
+// thread whose bursts move from one size to another (16, then 32, then 64 B:
+// spans of 1, 2 and 4 pages) would otherwise keep the old sizes' spans idle
+// while it writes new pages.
+void release_kept_spans_of_other_lengths(ThreadCache* cache, std::size_t cls) noexcept {
+  if (cache->kept_empty_bytes == 0) return;
+  const std::uint32_t pages = class_info(cls).span_pages;
+  std::size_t released = 0;
+  for (std::size_t other = 1; other < kNumClasses && released < pages; ++other) {
+    if (class_info(other).span_pages == pages) continue;
+    SpanList& spans = cache->partial[other];
+    while (released < pages && spans.tail != nullptr && spans.tail->kept_empty) {
+      Span* span = spans.tail;
+      unkeep(cache, span);
+      spans.remove(span);
+      released += span->page_count;
+      g_page_heap.deallocate(span, span->idle_since);
+    }
+  }
+}
+
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
   if (!partial.empty()) {
@@ -151,6 +175,7 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
     ++cache->spans_taken;
     return span;
   }
+  release_kept_spans_of_other_lengths(cache, cls);
   Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
   if (span == nullptr) return nullptr;
   init_small_span(span, cls, cache);

@@ -398,6 +398,35 @@ TEST(ThreadCache, AKeptSpanMadeOverForAnotherClassCarriesItsNewClassInThePageMap
   }).join();
 }
 
+// A thread that moves on to a class whose spans have another length gives
+// its kept empty spans back to the page heap as it needs pages, so the new
+// class's spans are served from the pages it already had, not new ones.
+TEST(ThreadCache, KeptSpansOfAnotherLengthServeANewClassThroughThePageHeap) {
+  std::thread([] {
+    ThreadCache* cache = become_busy();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t old_cls = size_to_class(32), new_cls = size_to_class(64);
+    ASSERT_NE(class_info(old_cls).span_pages, class_info(new_cls).span_pages);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < 4 * class_info(old_cls).span_objects; ++i) blocks.push_back(strata_malloc(32));
+    std::vector<Span*> old_spans;
+    for (void* b : blocks) old_spans.push_back(g_page_map.lookup(b));
+    old_spans = distinct(old_spans);
+    for (void* b : blocks) strata_free(b);
+    const std::size_t kept_before = cache->kept_empty_bytes;
+    ASSERT_GE(kept_before, class_info(new_cls).span_pages * kPageSize) << "the emptied spans are kept";
+    void* block = strata_malloc(64);
+    const Span* span = g_page_map.lookup(block);
+    const std::uintptr_t first = address_of(span->first_page), last = first + span->bytes();
+    bool inside = false;
+    for (const Span* old : old_spans)
+      inside |= first < address_of(old->first_page) + old->bytes() && address_of(old->first_page) < last;
+    EXPECT_TRUE(inside) << "the new class's span lies on pages of the old class's kept spans";
+    EXPECT_LT(cache->kept_empty_bytes, kept_before);
+    strata_free(block);
+  }).join();
+}
+
 TEST(ThreadCacheDeathTest, ASecondFreeOfABlockIsCaughtAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
