@@ -107,6 +107,14 @@ void unkeep(ThreadCache* cache, Span* span) noexcept {
   cache->kept_empty_bytes -= span->bytes();
 }
 
+// Gives a kept empty span of `spans` to the page heap with the time it was
+// kept, so that the page heap's decay counts its idle time already spent.
+void give_back_kept_span(ThreadCache* cache, SpanList& spans, Span* span) noexcept {
+  unkeep(cache, span);
+  spans.remove(span);
+  g_page_heap.deallocate(span, span->idle_since);
+}
+
 // The next span to allocate class `cls` from: an owned one with free blocks
 // (fullest first: the front of the list), an unowned one, a fresh one.
 // An empty span this thread keeps for another class of the same span length
@@ -146,11 +154,8 @@ void release_kept_spans_of_other_lengths(ThreadCache* cache, std::size_t cls) no
     if (class_info(other).span_pages == pages) continue;
     SpanList& spans = cache->partial[other];
     while (released < pages && spans.tail != nullptr && spans.tail->kept_empty) {
-      Span* span = spans.tail;
-      unkeep(cache, span);
-      spans.remove(span);
-      released += span->page_count;
-      g_page_heap.deallocate(span, span->idle_since);
+      released += spans.tail->page_count;
+      give_back_kept_span(cache, spans, spans.tail);
     }
   }
 }
@@ -406,11 +411,8 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
       Span* before = span->prev;
-      if (span->used_epoch < cache->scavenge_epoch) {  // kept a whole period
-        unkeep(cache, span);
-        spans.remove(span);
-        g_page_heap.deallocate(span, span->idle_since);  // aged already: decays at the next run
-      }
+      if (span->used_epoch < cache->scavenge_epoch)  // kept a whole period: decays at the next run
+        give_back_kept_span(cache, spans, span);
       span = before;
     }
     // Spans that fed no allocation word for a whole period: their pages
@@ -433,9 +435,7 @@ void release_idle_surplus(ThreadCache* cache, std::uint64_t now, std::uint64_t p
     for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
       Span* before = span->prev;
       if (now - span->idle_since >= period) {
-        unkeep(cache, span);
-        spans.remove(span);
-        g_page_heap.deallocate(span, span->idle_since);
+        give_back_kept_span(cache, spans, span);
         if (cache->kept_empty_bytes <= cache->max_kept_bytes) break;
       }
       span = before;

@@ -80,6 +80,13 @@ std::vector<Span*> distinct(std::vector<Span*> spans) {
   return spans;
 }
 
+// The distinct spans `blocks` lie in, in address order.
+std::vector<Span*> spans_of(const std::vector<void*>& blocks) {
+  std::vector<Span*> spans;
+  for (void* b : blocks) spans.push_back(g_page_map.lookup(b));
+  return distinct(spans);
+}
+
 }  // namespace
 
 TEST(ThreadCache, YoungThreadsOwnNoSpans) {
@@ -380,8 +387,7 @@ TEST(ThreadCache, AKeptSpanMadeOverForAnotherClassCarriesItsNewClassInThePageMap
     ASSERT_EQ(class_info(old_cls).span_pages, class_info(new_cls).span_pages);
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < 3 * class_info(old_cls).span_objects; ++i) blocks.push_back(strata_malloc(448));
-    std::vector<Span*> old_spans;
-    for (void* b : blocks) old_spans.push_back(g_page_map.lookup(b));
+    const std::vector<Span*> old_spans = spans_of(blocks);
     for (void* b : blocks) strata_free(b);
     void* block = strata_malloc(480);
     Span* span = g_page_map.lookup(block);
@@ -409,9 +415,7 @@ TEST(ThreadCache, KeptSpansOfAnotherLengthServeANewClassThroughThePageHeap) {
     ASSERT_NE(class_info(old_cls).span_pages, class_info(new_cls).span_pages);
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < 4 * class_info(old_cls).span_objects; ++i) blocks.push_back(strata_malloc(32));
-    std::vector<Span*> old_spans;
-    for (void* b : blocks) old_spans.push_back(g_page_map.lookup(b));
-    old_spans = distinct(old_spans);
+    const std::vector<Span*> old_spans = spans_of(blocks);
     for (void* b : blocks) strata_free(b);
     const std::size_t kept_before = cache->kept_empty_bytes;
     ASSERT_GE(kept_before, class_info(new_cls).span_pages * kPageSize) << "the emptied spans are kept";
