@@ -74,7 +74,7 @@ STRATA_API size_t strata_release_free_memory(void);
  * Counters are kept per thread and per tier, and added up on request; while
  * other threads allocate, the sums are a close snapshot, not an atomic one.
  * docs/configuration.md explains each field. */
-#define STRATA_NUM_SIZE_CLASSES 73 /* class 0 is unused */
+#define STRATA_NUM_SIZE_CLASSES 61 /* class 0 is unused */
 
 typedef struct strata_class_stats {
   size_t block_size;     /* bytes per block */

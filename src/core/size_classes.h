@@ -5,10 +5,14 @@
 //   16, 32, 48, ..., 128               (16-byte steps; no 8-byte class: glibc's
 //                                       16-byte alignment, which programs rely on)
 //   then 8 classes per power of two:    128 < s <= 256 in 16 B steps, ...,
+//                                       512 < s <= 1 KiB in 64 B steps,
+//   4 from 1 KiB to 8 KiB:              1 KiB < s <= 2 KiB in 256 B steps, ...,
+//   8 again above:                      8 KiB < s <= 16 KiB in 1 KiB steps, ...,
 //                                       16 KiB < s <= 32 KiB in 2 KiB steps
-// so the waste above 128 B is below 12.5 %, every block is 16-aligned, and
-// every power of two up to 32 KiB is a class (blocks of power-of-two size
-// are aligned to their size up to the page size, since spans start on pages).
+// so the waste above 128 B is below 12.5 % (25 % from 1 to 8 KiB), every
+// block is 16-aligned, and every power of two up to 32 KiB is a class
+// (blocks of power-of-two size are aligned to their size up to the page
+// size, since spans start on pages).
 //
 // Lookup is O(1): one branch on size <= 1024 picks the index formula, one
 // byte table gives the class (TCMalloc's two-range trick).
@@ -22,7 +26,7 @@
 
 namespace strata::detail {
 
-inline constexpr std::size_t kNumClasses = 73;  // class 0 = "not a small class"
+inline constexpr std::size_t kNumClasses = 61;  // class 0 = "not a small class"
 
 struct SizeClassInfo {
   std::uint32_t size;          // block size in bytes
@@ -44,6 +48,15 @@ static_assert(sizeof(SizeClassInfo) == 32, "a power of two: the table is indexed
 // classes*); from 80 B up the larger spans cost peak RSS in thread churn.
 inline constexpr std::size_t kFullSpanMaxSize = 64;
 inline constexpr std::size_t kBlocksPerFullSpan = 512;
+
+// From 1 KiB to 8 KiB, 4 classes per power of two instead of 8. A thread
+// keeps a partly used span of every class it uses, of 16 blocks (24 KiB to
+// 128 KiB here), and when its live set shrinks and grows again, half a span
+// or more of each class stays free: half as many classes there, half as much
+// of that. Above 8 KiB the 8 classes stay, since a thread first serves such
+// blocks as spans of their own, per class (docs/design.md, *Size classes*).
+inline constexpr std::size_t kCoarseClassesFrom = 1024;
+inline constexpr std::size_t kCoarseClassesTo = 8192;
 
 namespace size_class_build {
 
@@ -88,8 +101,10 @@ constexpr Tables build() noexcept {
                                     ((std::uint64_t{1} << 32) + size - 1) / size, ~std::uint64_t{0} / size + 1};
   };
   for (std::size_t s = 16; s <= 128; s += 16) add(s);
-  for (std::size_t base = 128; base < kMaxSmallSize; base *= 2)
-    for (std::size_t s = base + base / 8; s <= base * 2; s += base / 8) add(s);
+  for (std::size_t base = 128; base < kMaxSmallSize; base *= 2) {
+    const std::size_t step = base >= kCoarseClassesFrom && base < kCoarseClassesTo ? base / 4 : base / 8;
+    for (std::size_t s = base + step; s <= base * 2; s += step) add(s);
+  }
   // Map every lookup index to the smallest class that holds its largest size.
   std::size_t cls = 1;
   for (std::size_t index = 0; index < kIndexCount; ++index) {

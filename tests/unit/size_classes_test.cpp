@@ -20,10 +20,28 @@ TEST(SizeClasses, EverySizeMapsToAClassThatHoldsIt) {
   }
 }
 
+// 8 classes per power of two, but 4 from 1 KiB to 8 KiB (fewer partly used
+// spans per thread where the spans are largest: docs/design.md).
+TEST(SizeClasses, ClassesPerPowerOfTwo) {
+  auto classes_in = [](std::size_t low, std::size_t high) {
+    std::size_t n = 0;
+    for (std::size_t cls = 1; cls < kNumClasses; ++cls) n += class_size(cls) > low && class_size(cls) <= high;
+    return n;
+  };
+  EXPECT_EQ(classes_in(512, 1024), 8u);
+  EXPECT_EQ(classes_in(1024, 2048), 4u);
+  EXPECT_EQ(classes_in(2048, 4096), 4u);
+  EXPECT_EQ(classes_in(4096, 8192), 4u);
+  EXPECT_EQ(classes_in(8192, 16384), 8u);
+  EXPECT_EQ(classes_in(16384, 32768), 8u);
+}
+
 TEST(SizeClasses, WasteBounds) {
   for (std::size_t size = 1; size <= kMaxSmallSize; ++size) {
     std::size_t waste = class_size(size_to_class(size)) - size;
-    if (size > 128) {
+    if (size > kCoarseClassesFrom && size <= kCoarseClassesTo) {
+      ASSERT_LE(waste * 4, size) << "over 25 % waste at " << size;
+    } else if (size > 128) {
       ASSERT_LE(waste * 8, size) << "over 12.5 % waste at " << size;
     } else {
       // 16-byte alignment of every block >= 16 B costs up to 15 B here
