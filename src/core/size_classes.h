@@ -50,7 +50,7 @@ inline constexpr std::size_t kFullSpanMaxSize = 64;
 inline constexpr std::size_t kBlocksPerFullSpan = 512;
 
 // From 1 KiB to 8 KiB, 4 classes per power of two instead of 8. A thread
-// keeps a partly used span of every class it uses, of 16 blocks (24 KiB to
+// keeps a partly used span of every class it uses, of 16-19 blocks (24 KiB to
 // 128 KiB here), and when its live set shrinks and grows again, half a span
 // or more of each class stays free: half as many classes there, half as much
 // of that. Above 8 KiB the 8 classes stay, since a thread first serves such
