@@ -18,6 +18,9 @@
 
 using namespace strata::detail;
 
+// The public per-class array (strata.h) has one entry per class.
+static_assert(STRATA_NUM_SIZE_CLASSES == kNumClasses, "STRATA_NUM_SIZE_CLASSES must match core/size_classes.h");
+
 namespace {
 
 template <class T>
