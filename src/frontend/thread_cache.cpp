@@ -508,7 +508,7 @@ void* allocate_from_central(std::size_t cls, std::size_t size, CallSite site, st
 // fewer than kPagedRequests times (or of a young thread): a span of its own
 // from the page heap, as every block over 32 KiB is. Freed, its pages
 // coalesce with their neighbours and serve the next request of any size,
-// where a class span (16 blocks: 36-1,024 KiB for these classes) would stay
+// where a class span (16 blocks: 40-512 KiB for these classes) would stay
 // with the thread for its own blocks: a short program that allocates
 // buffers of dozens of sizes a few times each (python starting up), or a
 // short-lived thread that allocates a few large blocks, held a span per
