@@ -27,6 +27,9 @@ inline T racy_load(const T& word) noexcept {
 
 inline constexpr std::size_t kPageShift = 13;  // 8 KiB pages, as in TCMalloc
 inline constexpr std::size_t kPageSize = std::size_t{1} << kPageShift;
+// Blocks a small span can hold: one free bit each (core/span.h), as many
+// as a page of the smallest, 16-byte, blocks.
+inline constexpr std::size_t kMaxBlocksPerSpan = kPageSize / 16;
 
 // Requests up to this size are served from size classes; larger ones are
 // whole spans from the page heap, where a freed block's pages coalesce with

@@ -47,7 +47,7 @@ static_assert(sizeof(SizeClassInfo) == 32, "a power of two: the table is indexed
 // reads each block's span, finds more of them in L1 (docs/design.md, *Size
 // classes*); from 80 B up the larger spans cost peak RSS in thread churn.
 inline constexpr std::size_t kFullSpanMaxSize = 64;
-inline constexpr std::size_t kBlocksPerFullSpan = 512;
+inline constexpr std::size_t kBlocksPerFullSpan = kMaxBlocksPerSpan;
 
 // From 1 KiB to 8 KiB, 4 classes per power of two instead of 8. A thread
 // keeps a partly used span of every class it uses, of 16-19 blocks (24 KiB to

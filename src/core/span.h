@@ -40,9 +40,9 @@ namespace strata::detail {
 class ThreadCache;
 struct Sample;
 
-// Words of free bits per span: one bit per block of the class with the most
-// blocks per span (16-byte blocks in one page).
-inline constexpr std::size_t kFreeWords = kPageSize / 16 / 64;
+// Words of free bits per span: one bit per block of the classes with the
+// most blocks per span (core/constants.h).
+inline constexpr std::size_t kFreeWords = kMaxBlocksPerSpan / 64;
 
 enum class SpanState : std::uint8_t { kDetached, kFree, kSmall, kLarge };
 
