@@ -64,14 +64,6 @@ inline void* allocate(std::size_t size) noexcept {
   return allocate_general_from_entry(size);
 }
 
-// malloc's inline part alone: a block, or nullptr when a slow path is
-// needed (operator new, which must look at the result, then jumps to a
-// slow function that takes the call site itself).
-inline void* allocate_inline(std::size_t size) noexcept {
-  if (__builtin_expect(size >= racy_load(g_hot.fast_size_limit), 0)) return nullptr;
-  return take_word_block(kSmallOffsets.offset[size]);
-}
-
 // The same for the slow entries, which already hold the program's call site.
 inline void* allocate_from(std::size_t size, CallSite site) noexcept {
   if (__builtin_expect(size < racy_load(g_hot.fast_size_limit), 1)) return allocate_at(size, kSmallOffsets.offset[size], site);

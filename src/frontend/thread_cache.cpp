@@ -566,6 +566,11 @@ __attribute__((noinline)) void* allocate_slow_from_entry(std::size_t size, std::
   return allocate_slow(class_of_offset(offset), size, STRATA_CALL_SITE);
 }
 
+void* allocate_slow_taking_word(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
+  if (void* block = take_next_word(cls)) return block;
+  return allocate_slow(cls, size, site, alignment);
+}
+
 void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
   ThreadCache* cache = t_live_cache;
   if (cache == nullptr) {

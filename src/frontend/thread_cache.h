@@ -122,6 +122,10 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
 // Its arguments come in the order the fast path holds them in (the size in
 // the first argument register already): no moves before the jump.
 void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept;
+// The same for callers that hold the call site already (operator new's slow
+// half, the aligned and realloc paths): the current span's next word first,
+// as malloc's slow entry does, then allocate_slow.
+void* allocate_slow_taking_word(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept;
 // `entry` is the page map entry of the block's page, which the fast path
 // has read already (passed in two registers: no second lookup).
 void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept;
@@ -176,8 +180,11 @@ inline void* take_word_block(std::uintptr_t offset) noexcept {
 
 // Fast path of every small malloc; `size` is the request (only the slow
 // path looks at it, and at the call site, which is evaluated there: in
-// malloc, the program's).
-inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
+// malloc, the program's). `slow` is where an empty word jumps to, with the
+// size and the offset in the registers they came in: malloc's slow entry,
+// or operator new's (which throws where malloc returns null).
+template <auto slow = allocate_slow_from_entry>
+inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept(noexcept(slow(size, offset))) {
   // The word's fields addressed as cache + offset + field, so that each
   // access folds the offset into its address (no add to form the pointer).
   char* cache = reinterpret_cast<char*>(t_cache);
@@ -186,7 +193,7 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
   };
   std::uint64_t bits = field(offsetof(AllocWord, bits));
   std::uint64_t index;
-  if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return allocate_slow_from_entry(size, offset);
+  if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return slow(size, offset);
   asm("" : "+r"(cache));  // keeps GCC from forming cache + offset once in a register
   field(offsetof(AllocWord, bits)) = bits;
   return reinterpret_cast<void*>(field(offsetof(AllocWord, base)) + index * field(offsetof(AllocWord, size)));
@@ -196,7 +203,7 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept {
 // an alignment the class has).
 inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site, std::size_t alignment = 0) noexcept {
   void* block = take_word_block(offset);
-  if (__builtin_expect(block == nullptr, 0)) return allocate_slow(class_of_offset(offset), size, site, alignment);
+  if (__builtin_expect(block == nullptr, 0)) return allocate_slow_taking_word(class_of_offset(offset), size, site, alignment);
   return block;
 }
 

@@ -66,7 +66,22 @@ __attribute__((noinline, cold)) void* new_nothrow_failed(std::size_t size,
 
 // The slow halves of operator new, reached by a tail jump from the operator
 // (so their return address is the program's call site: heap profiling takes
-// it here, and the operator's inline path spends nothing on it).
+// it here, and the operator's inline path spends nothing on it). An empty
+// allocation word jumps to the first pair with its size and offset, as
+// malloc's does to its own slow entry (the current span's next word first);
+// sizes past the fast path take the second.
+__attribute__((noinline)) void* new_from_word(std::size_t size, std::uintptr_t offset) {
+  void* block = allocate_slow_taking_word(class_of_offset(offset), size, STRATA_CALL_SITE, 0);
+  if (__builtin_expect(block != nullptr, 1)) return block;
+  return new_failed(size, 0);
+}
+
+__attribute__((noinline)) void* new_nothrow_from_word(std::size_t size, std::uintptr_t offset) noexcept {
+  void* block = allocate_slow_taking_word(class_of_offset(offset), size, STRATA_CALL_SITE, 0);
+  if (__builtin_expect(block != nullptr, 1)) return block;
+  return new_nothrow_failed(size, 0);
+}
+
 __attribute__((noinline)) void* new_from_entry(std::size_t size) {
   void* block = allocate_from(size, STRATA_CALL_SITE);
   if (__builtin_expect(block != nullptr, 1)) return block;
@@ -80,12 +95,14 @@ __attribute__((noinline)) void* new_nothrow_from_entry(std::size_t size) noexcep
 }
 
 inline void* new_impl(std::size_t size) {
-  if (void* block = allocate_inline(size)) return block;
+  if (__builtin_expect(size < racy_load(g_hot.fast_size_limit), 1))
+    return allocate_at<new_from_word>(size, kSmallOffsets.offset[size]);
   return new_from_entry(size);
 }
 
 inline void* new_nothrow_impl(std::size_t size) noexcept {
-  if (void* block = allocate_inline(size)) return block;
+  if (__builtin_expect(size < racy_load(g_hot.fast_size_limit), 1))
+    return allocate_at<new_nothrow_from_word>(size, kSmallOffsets.offset[size]);
   return new_nothrow_from_entry(size);
 }
 

@@ -3,6 +3,9 @@
 # the page map's layout): counts instructions per malloc(32)+free pair with
 # callgrind inside strata's malloc and free (LD_PRELOADed as users run it;
 # the caller's PLT jump, one per call, comes on top), failing above the budget.
+# With a fourth argument `new`, the same for operator new(32) and sized
+# operator delete (what `new T` and `delete p` call; pair_loop_new): the
+# operators have malloc's and free's paths and must cost what they cost.
 # Instruction counts do not depend on machine load.
 #
 # It counts with heap profiling at its default interval and with profiling
@@ -10,15 +13,22 @@
 # counts nothing on the fast paths; a sample taken at random during the
 # counted window costs about a thousand instructions, well under one per
 # pair over 40,000 pairs).
-# Usage: fast_path_instructions.sh <pair_loop> <libstrata.so> <budget>
+# Usage: fast_path_instructions.sh <pair_loop> <libstrata.so> <budget> [new]
 set -euo pipefail
-program="$1"; library="$2"; budget="$3"
+program="$1"; library="$2"; budget="$3"; entries="${4:-malloc}"
+if [ "$entries" = new ]; then
+  functions=("--toggle-collect=operator new(unsigned long)" "--toggle-collect=operator delete(void*, unsigned long)")
+  what="operator new(32)+sized operator delete pair"
+else
+  functions=(--toggle-collect=malloc --toggle-collect=free)
+  what="malloc(32)+free pair"
+fi
 command -v valgrind >/dev/null || { echo "valgrind is missing (apt-get install valgrind)"; exit 1; }
 
-count() {  # iterations pattern -> instructions executed inside malloc and free
+count() {  # iterations pattern -> instructions executed inside the two entry points
   local out; out=$(mktemp)
   LD_PRELOAD="$library" STRATA_PROFILE_SAMPLE="${sample:-524288}" valgrind --tool=callgrind \
-    --callgrind-out-file=/dev/null --toggle-collect=malloc --toggle-collect=free "$program" "$1" "$2" 2>"$out" || true
+    --callgrind-out-file=/dev/null "${functions[@]}" "$program" "$1" "$2" 2>"$out" || true
   grep -o 'refs: *[0-9,]*' "$out" | tr -d ', ' | cut -d: -f2
   rm -f "$out"
 }
@@ -36,7 +46,7 @@ batch=$(per_pair 1 100)
 sample=0
 once_off=$(per_pair 0 1)
 batch_off=$(per_pair 1 100)
-echo "instructions inside malloc+free per malloc(32)+free pair (slow paths amortized in):"
+echo "instructions inside the two entry points per $what (slow paths amortized in):"
 echo "  $(tenths "$once") when each block is freed at once, $(tenths "$batch") when 100 are allocated then freed; budget $budget"
 echo "  with heap profiling off (STRATA_PROFILE_SAMPLE=0): $(tenths "$once_off") and $(tenths "$batch_off")"
 within() { local d=$(( $1 - $2 )); [ "${d#-}" -lt 10 ]; }
