@@ -103,6 +103,17 @@ void child_steps(Alloc alloc, Free release) {
   }
   CHILD_CHECK(threw, 10);
   CHILD_CHECK(::operator new(16 * kMiB, std::nothrow) == nullptr, 11);
+  // The same for a small size, whose class ran out above: new's own slow
+  // entry (the allocation word is empty) throws where malloc returns null.
+  threw = false;
+  try {
+    void* volatile p = ::operator new(48);
+    (void)p;
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  CHILD_CHECK(threw, 15);
+  CHILD_CHECK(::operator new(48, std::nothrow) == nullptr, 16);
 
   // Give everything back; under the same limit the same memory serves again.
   for (void* p : small) release(p);
