@@ -534,36 +534,10 @@ ThreadCache* create_cache() noexcept;
 
 namespace {
 
-// The common slow path, kept short: the current span (or, when it has too
-// few free blocks left, the next awake one on the class's list) has a word
-// of free blocks worth taking and nothing else is due (no housekeeping, no
-// inbox to drain, no sample, the word's bytes do not reach the next
-// sampling point). Any of those: nullptr, and allocate_slow does the whole
-// work. A leaf function of its own: few registers, no stack frame.
-__attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
-  ThreadCache* cache = t_cache;  // the static caches own no span: current is null
-  Span* span = cache->current[cls];
-  if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
-      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
-    return nullptr;
-  const std::uint32_t worth = class_info(cls).wake_frees;
-  if (span->capacity - span->countdown < worth) {
-    // The span switch refill would make, in its common case: the current
-    // span sleeps and the front of the list (a span with live blocks,
-    // awake and worth a word) becomes current. Random frees leave spans
-    // sparse, so a server-like program switches on 1 malloc in 16; through
-    // allocate_slow and refill that cost 7 more instructions per malloc
-    // (docs/design.md, *2026-11-26 (night)*). Anything else (no such span,
-    // a kept empty one, parked pages): refill decides.
-    Span* next = cache->partial[cls].head;
-    if (next == nullptr || next->kept_empty || next->any_parked || next->capacity - next->countdown < worth)
-      return nullptr;
-    sleep_span(span);
-    cache->sleeping.push(span);
-    cache->partial[cls].remove(next);
-    cache->current[cls] = next;
-    span = next;
-  }
+// The end of take_next_word: a word of `span` (the class's current span,
+// worth a word) becomes the allocation word, unless a sampling point falls
+// in it; the first block is handed out.
+__attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
   TakenWord taken;
   if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken)) return nullptr;
   const std::uint32_t blocks = count_bits(taken.bits);
@@ -575,6 +549,43 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   --cache->slow_until_housekeeping;
   install_word(cache, cls, span, taken);
   return take_lowest_block(word, taken.bits);
+}
+
+// The span switch refill would make, in its common case: the current span
+// (too few free blocks to be worth a word) sleeps and the front of the
+// class's list (a span with live blocks, awake and worth a word) becomes
+// current. Random frees leave spans sparse, so a server-like program
+// switches on about 1 malloc in 16; through allocate_slow and refill that
+// cost 5 more instructions per malloc (docs/design.md, *2026-11-26
+// (night)*). Anything else (no such span, a kept empty one, parked pages):
+// nullptr, and refill decides. Apart from take_next_word, so that its
+// early exits stay without a stack frame.
+__attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
+  Span* next = cache->partial[cls].head;
+  if (next == nullptr || next->kept_empty || next->any_parked ||
+      next->capacity - next->countdown < class_info(cls).wake_frees)
+    return nullptr;
+  sleep_span(span);
+  cache->sleeping.push(span);
+  cache->partial[cls].remove(next);
+  cache->current[cls] = next;
+  return take_word_of(cache, cls, next);
+}
+
+// The common slow path, kept short: the current span (or, when it has too
+// few free blocks left, the next one: switch_span_and_take_word) has a word
+// of free blocks worth taking and nothing else is due (no housekeeping, no
+// inbox to drain, no sample, the word's bytes do not reach the next
+// sampling point). Any of those: nullptr, and allocate_slow does the whole
+// work. A leaf function of its own: few registers, no stack frame.
+__attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
+  ThreadCache* cache = t_cache;  // the static caches own no span: current is null
+  Span* span = cache->current[cls];
+  if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
+      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
+    return nullptr;
+  if (span->capacity - span->countdown < class_info(cls).wake_frees) return switch_span_and_take_word(cache, cls, span);
+  return take_word_of(cache, cls, span);
 }
 
 }  // namespace
