@@ -189,6 +189,13 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   return span;
 }
 
+// A span with too few free blocks to be worth a word sleeps, on the
+// thread's sleeping list, until enough come back (span_countdown_hit).
+inline void put_to_sleep(ThreadCache* cache, Span* span) noexcept {
+  sleep_span(span);
+  cache->sleeping.push(span);
+}
+
 // Makes `taken` (bits of `span`, the class's current span) the class's
 // allocation word.
 void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken) noexcept {
@@ -217,8 +224,7 @@ std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
         install_word(cache, cls, span, taken);
         return count_bits(taken.bits);
       }
-      sleep_span(span);
-      cache->sleeping.push(span);
+      put_to_sleep(cache, span);
       cache->current[cls] = nullptr;
     }
     span = next_span(cache, cls);
@@ -565,8 +571,7 @@ __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, st
   if (next == nullptr || next->kept_empty || next->any_parked ||
       next->capacity - next->countdown < class_info(cls).wake_frees)
     return nullptr;
-  sleep_span(span);
-  cache->sleeping.push(span);
+  put_to_sleep(cache, span);
   cache->partial[cls].remove(next);
   cache->current[cls] = next;
   return take_word_of(cache, cls, next);
