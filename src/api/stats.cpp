@@ -47,12 +47,12 @@ void add_span(const Span* span, void* context) {
   auto* totals = static_cast<Totals*>(context);
   std::size_t cls = peek(span->size_class);
   if (cls == 0 || cls >= kNumClasses) return;
-  const SizeClassInfo& info = class_info(cls);
+  const std::uint32_t capacity = peek(span->capacity);
   std::uint32_t countdown = peek(span->countdown);
-  std::uint32_t out = peek(span->sleeping) ? info.span_objects - (info.wake_frees - countdown) : countdown;
-  if (out > info.span_objects) out = info.span_objects;
+  std::uint32_t out = peek(span->sleeping) ? capacity - (size_class_build::wake_frees_for(capacity) - countdown) : countdown;
+  if (out > capacity) out = capacity;
   totals->out[cls] += out;
-  totals->free[cls] += info.span_objects - out;
+  totals->free[cls] += capacity - out;
   totals->spans[cls] += 1;
   std::uint64_t units = peek(span->parked_units);
   totals->parked_bytes += static_cast<std::uint64_t>(__builtin_popcountll(units)) << peek(span->unit_shift);

@@ -30,9 +30,15 @@ inline constexpr std::size_t kNumClasses = 61;  // class 0 = "not a small class"
 
 struct SizeClassInfo {
   std::uint32_t size;          // block size in bytes
-  std::uint32_t span_pages;    // pages per span of this class
-  std::uint32_t span_objects;  // blocks per span
-  std::uint32_t wake_frees;    // frees that make a full span worth using again
+  std::uint16_t span_pages;    // pages per span of this class
+  // A *long* span of the class, for a thread that uses the class heavily
+  // (kLongSpansAfter): twice the blocks, so half the per-span events (the
+  // span running dry, sleeping, waking, emptying) per block. Equal to the
+  // short span where that one holds 64 blocks or more already.
+  std::uint16_t long_pages;
+  std::uint16_t span_objects;  // blocks per span
+  std::uint16_t long_objects;  // blocks per long span
+  std::uint32_t wake_frees;    // frees that make a full (short) span worth using again
   std::uint64_t reciprocal;    // ceil(2^32 / size): offset / size without a division
   // ceil(2^64 / size): offset is a multiple of size exactly when
   // offset * multiple_test, modulo 2^64, is below it (Lemire, Kaser and
@@ -48,6 +54,20 @@ static_assert(sizeof(SizeClassInfo) == 32, "a power of two: the table is indexed
 // classes*); from 80 B up the larger spans cost peak RSS in thread churn.
 inline constexpr std::size_t kFullSpanMaxSize = 64;
 inline constexpr std::size_t kBlocksPerFullSpan = kMaxBlocksPerSpan;
+
+// Long spans are twice the short span, for classes whose short span holds
+// fewer than kLongSpanBelowBlocks blocks (144 B to 2 KiB: the classes whose
+// spans run dry, sleep, wake and empty most often per block), and at most
+// kLongSpanMaxBytes.
+inline constexpr std::size_t kLongSpanBelowBlocks = 64;
+inline constexpr std::size_t kLongSpanMaxBytes = std::size_t{64} << 10;
+
+// A thread that owns fewer than this many spans of a class takes short ones
+// for it, from then on long ones: a thread that holds a few blocks of a
+// class (most classes of most threads) keeps one short span of it, one in a
+// burst of the class gets spans twice as long from the second on
+// (docs/design.md, *Long spans*).
+inline constexpr std::uint32_t kLongSpansAfter = 1;
 
 // From 1 KiB to 8 KiB, 4 classes per power of two instead of 8. A thread
 // keeps a partly used span of every class it uses, of 16-19 blocks (24 KiB to
@@ -71,15 +91,31 @@ struct Tables {
   std::size_t count = 0;
 };
 
+// Pages of a span of `size` blocks that aims at `target` bytes: at least
+// one page, and enough that the tail after the last block wastes at most 1/8.
+constexpr std::uint32_t pages_for_target(std::size_t size, std::size_t target) noexcept {
+  std::size_t pages = (target + kPageSize - 1) / kPageSize;
+  if (pages == 0) pages = 1;
+  while ((pages * kPageSize) % size > (pages * kPageSize) / 8) ++pages;
+  return static_cast<std::uint32_t>(pages);
+}
+
 constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
   // Aim at 16 objects (at most 1 MiB; 512 up to kFullSpanMaxSize), then grow
   // until the tail left over after the last object wastes at most 1/8 of the span.
   std::size_t target = size * (size <= kFullSpanMaxSize ? kBlocksPerFullSpan : 16);
   if (target > (std::size_t{1} << 20)) target = std::size_t{1} << 20;
-  std::size_t pages = (target + kPageSize - 1) / kPageSize;
-  if (pages == 0) pages = 1;
-  while ((pages * kPageSize) % size > (pages * kPageSize) / 8) ++pages;
-  return static_cast<std::uint32_t>(pages);
+  return pages_for_target(size, target);
+}
+
+// The long span (SizeClassInfo::long_pages): twice the short one where the
+// short one holds fewer than kLongSpanBelowBlocks blocks and the long one
+// fits kLongSpanMaxBytes; else the short span itself.
+constexpr std::uint32_t long_pages_for(std::size_t size) noexcept {
+  const std::uint32_t short_pages = span_pages_for(size);
+  if (short_pages * kPageSize / size >= kLongSpanBelowBlocks) return short_pages;
+  const std::uint32_t pages = pages_for_target(size, 2 * short_pages * kPageSize);
+  return pages * kPageSize <= kLongSpanMaxBytes ? pages : short_pages;
 }
 
 // A full span sleeps (its owner does not look at it) until this many of its
@@ -88,7 +124,7 @@ constexpr std::uint32_t span_pages_for(std::size_t size) noexcept {
 // not make every malloc and free take a slow path (docs/design.md).
 constexpr std::uint32_t wake_frees_for(std::uint32_t objects) noexcept {
   std::uint32_t n = objects / 8;
-  return n < 1 ? 1 : n;
+  return n + (n == 0);  // at least 1; no branch (the allocation slow path asks it of every span)
 }
 
 constexpr Tables build() noexcept {
@@ -97,7 +133,14 @@ constexpr Tables build() noexcept {
     ++t.count;
     std::uint32_t pages = span_pages_for(size);
     std::uint32_t objects = static_cast<std::uint32_t>(pages * kPageSize / size);
-    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size), pages, objects, wake_frees_for(objects),
+    std::uint32_t long_pages = long_pages_for(size);
+    std::uint32_t long_objects = static_cast<std::uint32_t>(long_pages * kPageSize / size);
+    t.info[t.count] = SizeClassInfo{static_cast<std::uint32_t>(size),
+                                    static_cast<std::uint16_t>(pages),
+                                    static_cast<std::uint16_t>(long_pages),
+                                    static_cast<std::uint16_t>(objects),
+                                    static_cast<std::uint16_t>(long_objects),
+                                    wake_frees_for(objects),
                                     ((std::uint64_t{1} << 32) + size - 1) / size, ~std::uint64_t{0} / size + 1};
   };
   for (std::size_t s = 16; s <= 128; s += 16) add(s);
@@ -117,6 +160,12 @@ constexpr Tables build() noexcept {
 
 inline constexpr Tables kTables = build();
 static_assert(kTables.count + 1 == kNumClasses, "kNumClasses must match the generated table");
+static_assert([] {
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    if (kTables.info[cls].long_objects > kMaxBlocksPerSpan || kTables.info[cls].long_pages < kTables.info[cls].span_pages)
+      return false;
+  return true;
+}(), "a long span's blocks fit its free bits");
 
 }  // namespace size_class_build
 
@@ -136,6 +185,12 @@ inline constexpr const SizeClassInfo& class_info(std::size_t cls) noexcept {
 
 inline constexpr std::size_t class_size(std::size_t cls) noexcept {
   return size_class_build::kTables.info[cls].size;
+}
+
+// Blocks in a span of class `cls` that has `pages` pages (short or long).
+inline constexpr std::uint32_t blocks_in_span(std::size_t cls, std::size_t pages) noexcept {
+  const SizeClassInfo& info = size_class_build::kTables.info[cls];
+  return pages == info.long_pages ? info.long_objects : info.span_objects;
 }
 
 // Is `offset` (from its span's start, less than the span's bytes: < 2^21)

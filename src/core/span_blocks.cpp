@@ -34,7 +34,8 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   const SizeClassInfo& info = class_info(cls);
   span->size_class = static_cast<std::uint8_t>(cls);
   span->owner_class = static_cast<std::uint8_t>(cls);
-  span->capacity = static_cast<std::uint16_t>(info.span_objects);
+  const std::uint32_t blocks = blocks_in_span(cls, span->page_count);
+  span->capacity = static_cast<std::uint16_t>(blocks);
   span->countdown = 0;
   span->sleeping = false;
   span->kept_empty = false;
@@ -45,7 +46,7 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   span->fresh_from = 0;
   span->block_base = span_base(span);
   span->index_multiplier = info.reciprocal << kIndexShift;
-  for (std::uint32_t w = 0; w < kFreeWords; ++w) span->free_bits[w] = bits_of_range(w, 0, info.span_objects);
+  for (std::uint32_t w = 0; w < kFreeWords; ++w) span->free_bits[w] = bits_of_range(w, 0, blocks);
   // Units of at least an OS page, at most 64 per span.
   std::size_t shift = kOsPageShift;
   while ((span->bytes() >> shift) > kMaxUnits) ++shift;

@@ -44,11 +44,17 @@ inline std::uint32_t count_bits(std::uint64_t x) noexcept {
   return static_cast<std::uint32_t>((x * 0x0101010101010101ull) >> 56);
 }
 
+// Frees that make a sleeping span worth waking: an eighth of its blocks
+// (short and long spans of a class differ; size_class_build::wake_frees_for).
+inline std::uint32_t span_wake_frees(const Span* span) noexcept {
+  return size_class_build::wake_frees_for(span->capacity);
+}
+
 // Blocks out of the span (see core/span.h), awake or sleeping.
 inline std::uint32_t span_allocated(const Span* span) noexcept {
   if (!span->sleeping) return span->countdown;
   // Asleep: every block is out but the `wake_frees - countdown` freed since.
-  return span->capacity - (class_info(span->owner_class).wake_frees - span->countdown);
+  return span->capacity - (span_wake_frees(span) - span->countdown);
 }
 
 // Words of free bits the span's blocks use.
@@ -250,7 +256,7 @@ inline void wake_span(Span* span) noexcept {
 inline void sleep_span(Span* span) noexcept {
   std::uint32_t free = span->capacity - span->countdown;
   span->sleeping = true;
-  span->countdown = class_info(span->owner_class).wake_frees - free;
+  span->countdown = span_wake_frees(span) - free;
 }
 
 // Prepares a span fresh from the page heap (or an empty one made over) for

@@ -97,6 +97,7 @@ void span_emptied(ThreadCache* cache, Span* span) noexcept {
     return;
   }
   cache->partial[cls].remove(span);
+  --cache->owned_spans[cls];
   g_page_heap.deallocate(span);
 }
 
@@ -112,24 +113,24 @@ void unkeep(ThreadCache* cache, Span* span) noexcept {
 void give_back_kept_span(ThreadCache* cache, SpanList& spans, Span* span) noexcept {
   unkeep(cache, span);
   spans.remove(span);
+  --cache->owned_spans[span->owner_class];
   g_page_heap.deallocate(span, span->idle_since);
 }
 
-// The next span to allocate class `cls` from: an owned one with free blocks
-// (fullest first: the front of the list), an unowned one, a fresh one.
-// An empty span this thread keeps for another class of the same span length
-// (a burst of one mix of sizes freed, then another allocated: the pages
-// serve again without a visit to the page heap). Made over for `cls`: the
-// owner tags stay (same owner), the blocks start over as never used.
-Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noexcept {
+// An empty span this thread keeps for another class, of the span length
+// `cls` wants now (`pages`): a burst of one mix of sizes freed, then another
+// allocated, and the pages serve again without a visit to the page heap.
+// Made over for `cls`: the owner tags stay (same owner), the blocks start
+// over as never used.
+Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls, std::uint32_t pages) noexcept {
   if (cache->kept_empty_bytes == 0) return nullptr;
-  const std::uint32_t pages = class_info(cls).span_pages;
   for (std::size_t other = 1; other < kNumClasses; ++other) {
-    if (other == cls || class_info(other).span_pages != pages) continue;
+    if (other == cls) continue;
     Span* span = cache->partial[other].tail;
-    if (span == nullptr || !span->kept_empty) continue;
+    if (span == nullptr || !span->kept_empty || span->page_count != pages) continue;
     unkeep(cache, span);
     cache->partial[other].remove(span);
+    --cache->owned_spans[other];
     format_small_span(span, cls);  // verified when it emptied
     // Tagged with us already: only the class words change (no other thread
     // may free into an empty span).
@@ -146,20 +147,41 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls) noex
 // thread whose bursts move from one size to another (16, then 32, then 64 B:
 // spans of 1, 2 and 4 pages) would otherwise keep the old sizes' spans idle
 // while it writes new pages.
-void release_kept_spans_of_other_lengths(ThreadCache* cache, std::size_t cls) noexcept {
+void release_kept_spans_of_other_lengths(ThreadCache* cache, std::uint32_t pages) noexcept {
   if (cache->kept_empty_bytes == 0) return;
-  const std::uint32_t pages = class_info(cls).span_pages;
   std::size_t released = 0;
   for (std::size_t other = 1; other < kNumClasses && released < pages; ++other) {
-    if (class_info(other).span_pages == pages) continue;
     SpanList& spans = cache->partial[other];
-    while (released < pages && spans.tail != nullptr && spans.tail->kept_empty) {
-      released += spans.tail->page_count;
-      give_back_kept_span(cache, spans, spans.tail);
+    for (Span* span = spans.tail; released < pages && span != nullptr && span->kept_empty;) {
+      Span* before = span->prev;
+      if (span->page_count != pages) {
+        released += span->page_count;
+        give_back_kept_span(cache, spans, span);
+      }
+      span = before;
     }
   }
 }
 
+// How many pages the next span `cls` takes from outside the thread's lists
+// has: the class's short span while the thread owns fewer than
+// kLongSpansAfter spans of it, its long span from then on (a thread that
+// holds that many is in a burst of the class, and each span then costs its
+// per-span events over twice the blocks; docs/design.md, *Long spans*).
+std::uint32_t pages_wanted(const ThreadCache* cache, std::size_t cls) noexcept {
+  const SizeClassInfo& info = class_info(cls);
+  return cache->owned_spans[cls] >= kLongSpansAfter ? info.long_pages : info.span_pages;
+}
+
+// Counts a span taken for `cls` from outside its lists.
+Span* fetched(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
+  ++cache->owned_spans[cls];
+  return span;
+}
+
+// The next span to allocate class `cls` from: an owned one with free blocks
+// (the front of the list), an empty one kept for another class, an unowned
+// one, a fresh one.
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
   if (!partial.empty()) {
@@ -174,19 +196,20 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
     unkeep(cache, span);
     return span;
   }
-  if (Span* span = reuse_kept_span_of_another_class(cache, cls)) return span;
+  const std::uint32_t pages = pages_wanted(cache, cls);
+  if (Span* span = reuse_kept_span_of_another_class(cache, cls, pages)) return fetched(cache, cls, span);
   if (Span* span = g_central[cls].adopt(cache)) {
     ++cache->stats.spans_adopted;
     ++cache->spans_taken;
-    return span;
+    return fetched(cache, cls, span);
   }
-  release_kept_spans_of_other_lengths(cache, cls);
-  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  release_kept_spans_of_other_lengths(cache, pages);
+  Span* span = g_page_heap.allocate(pages, 1, SpanState::kSmall);
   if (span == nullptr) return nullptr;
   init_small_span(span, cls, cache);
   ++cache->stats.spans_new;
   ++cache->spans_taken;
-  return span;
+  return fetched(cache, cls, span);
 }
 
 // A span with too few free blocks to be worth a word sleeps, on the
@@ -213,12 +236,11 @@ void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWo
 // have more, and the next span becomes current. Returns how many blocks the
 // word holds; 0 when the OS refuses memory.
 std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
-  const SizeClassInfo& info = class_info(cls);
   for (;;) {
     Span* span = cache->current[cls];
     if (span != nullptr) {
       std::uint32_t free = span->capacity - span->countdown;
-      if (free >= info.wake_frees || (free != 0 && cache->partial[cls].empty())) {
+      if (free >= span_wake_frees(span) || (free != 0 && cache->partial[cls].empty())) {
         TakenWord taken;
         if (!take_free_word(span, taken, cache->spans_taken < kBusySpans)) return 0;  // cannot happen: free != 0
         install_word(cache, cls, span, taken);
@@ -481,6 +503,7 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
         if (!span->kept_empty) verify_empty_span(span);  // kept ones were verified when they emptied
         unkeep(cache, span);
         spans.remove(span);
+        --cache->owned_spans[cls];
         g_page_heap.deallocate(span);
       } else {
         std::size_t parked = park_free_units(span);
@@ -557,22 +580,26 @@ __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std
   return take_lowest_block(word, taken.bits);
 }
 
-// The span switch refill would make, in its common case: the current span
-// (too few free blocks to be worth a word) sleeps and the front of the
-// class's list (a span with live blocks, awake and worth a word) becomes
-// current. Random frees leave spans sparse, so a server-like program
-// switches on about 1 malloc in 16; through allocate_slow and refill that
-// cost 5 more instructions per malloc (docs/design.md, *2026-11-26
-// (night)*). Anything else (no such span, a kept empty one, parked pages):
-// nullptr, and refill decides. Apart from take_next_word, so that its
-// early exits stay without a stack frame.
+// The span switch refill would make, in its common cases: the current span
+// (too few free blocks to be worth a word) sleeps and next_span's choice
+// from the class's own list becomes current: its front (a span with live
+// blocks, awake and worth a word), or, when only empty spans are left, the
+// one emptied last. Random frees leave spans sparse, so a server-like
+// program switches on about 1 malloc in 16; a burst of 25 blocks of 1 KiB
+// empties a span in each round. Through allocate_slow and refill that cost
+// 5 more instructions per malloc on the server, 4.7 per pair on the burst
+// (docs/design.md, *2026-11-26 (night)* and *Long spans*). Anything else
+// (no span, parked pages): nullptr, and refill decides. Apart from
+// take_next_word, so that its early exits stay without a stack frame.
 __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  Span* next = cache->partial[cls].head;
-  if (next == nullptr || next->kept_empty || next->any_parked ||
-      next->capacity - next->countdown < class_info(cls).wake_frees)
-    return nullptr;
+  SpanList& partial = cache->partial[cls];
+  Span* next = partial.head;
+  if (next == nullptr) return nullptr;
+  if (next->kept_empty) next = partial.tail;
+  if (next->any_parked || next->capacity - next->countdown < span_wake_frees(next)) return nullptr;
   put_to_sleep(cache, span);
-  cache->partial[cls].remove(next);
+  partial.remove(next);
+  unkeep(cache, next);
   cache->current[cls] = next;
   return take_word_of(cache, cls, next);
 }
@@ -589,7 +616,7 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
       (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
     return nullptr;
-  if (span->capacity - span->countdown < class_info(cls).wake_frees) return switch_span_and_take_word(cache, cls, span);
+  if (span->capacity - span->countdown < span_wake_frees(span)) return switch_span_and_take_word(cache, cls, span);
   return take_word_of(cache, cls, span);
 }
 
@@ -792,6 +819,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     for (Span* span = cache->partial[cls].head; span != nullptr; span = span->next) span->kept_empty = false;
     g_central[cls].abandon(cache->partial[cls]);
+    cache->owned_spans[cls] = 0;
   }
   cache->kept_empty_bytes = 0;
   // Anything sent to us from now on finds the spans unowned, or is routed by

@@ -97,6 +97,7 @@ class alignas(4096) ThreadCache {
   std::uint64_t next_surplus_check_ns = 0;
   std::uint32_t scavenge_epoch = 0;  // 1 + scavenges so far (set at creation: the static caches stay in .bss)
   std::uint8_t paged_requests[kNumClasses] = {};  // blocks over 2 KiB served as spans of their own, per class
+  std::uint16_t owned_spans[kNumClasses] = {};    // spans of the class this cache owns now (picks short or long spans)
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its word runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse

@@ -52,7 +52,7 @@ void inspect_cache(ThreadCache* cache, void* context) {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     const AllocWord& word = cache->words[cls];
     const Span* current = cache->current[cls];
-    const std::size_t capacity = class_info(cls).span_objects;
+    const std::size_t capacity = current != nullptr ? current->capacity : 0;
     std::uint64_t length = static_cast<std::uint64_t>(__builtin_popcountll(word.bits));
     if (length != 0) {
       if (current == nullptr) model_violation("an allocation word without a current span", cache, cls, length);
@@ -81,6 +81,18 @@ void inspect_cache(ThreadCache* cache, void* context) {
   }
   if (kept != cache->kept_empty_bytes)
     model_violation("kept empty spans do not add up to kept_empty_bytes", cache, kept, cache->kept_empty_bytes);
+
+  // The spans it owns, per class (current, listed, asleep), against the
+  // count that picks short or long spans.
+  std::size_t owned[kNumClasses] = {};
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    if (cache->current[cls] != nullptr) ++owned[cls];
+    for (const Span* s = cache->partial[cls].head; s != nullptr; s = s->next) ++owned[cls];
+  }
+  for (const Span* s = cache->sleeping.head; s != nullptr; s = s->next) ++owned[s->owner_class];
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    if (owned[cls] != cache->owned_spans[cls])
+      model_violation("a cache's owned_spans is not the spans it holds", cache, cls, owned[cls]);
   if (kept > cache->max_kept_bytes * kBurstKeptFactor)
     model_violation("kept empty spans over the thread's burst bound", cache, kept, cache->max_kept_bytes);
   if (cache->life == ThreadCache::Life::kAlive &&
@@ -141,7 +153,14 @@ void inspect_span(const Span* span, void* context) {
   const std::size_t cls = span->size_class;
   if (cls == 0 || cls >= kNumClasses) model_violation("a small span without a class", span->start(), span->bytes(), cls);
   const std::size_t size = class_size(cls);
+  const SizeClassInfo& info = class_info(cls);
+  if (span->page_count != info.span_pages && span->page_count != info.long_pages)
+    model_violation("a small span neither short nor long for its class", span->start(), size, span->page_count);
+  if (span->capacity != blocks_in_span(cls, span->page_count))
+    model_violation("a span's capacity is not its length's", span->start(), size, span->capacity);
   ++holdings.spans[cls];
+  holdings.blocks[cls] += span->capacity;
+  holdings.bytes[cls] += span->bytes();
   std::uint64_t free = 0;
   for (std::size_t w = 0; w < kFreeWords; ++w) free += static_cast<std::uint64_t>(__builtin_popcountll(span->free_bits[w]));
   if (free > span->capacity) model_violation("a span has more free bits than blocks", span->start(), size, free);
@@ -164,8 +183,6 @@ SpanHoldings inspect_spans() {
   return holdings;
 }
 
-std::size_t span_bytes_of_class(std::size_t cls) { return std::size_t{class_info(cls).span_pages} << kPageShift; }
-std::size_t blocks_per_span(std::size_t cls) { return class_info(cls).span_objects; }
 std::size_t class_block_size(std::size_t cls) { return class_size(cls); }
 
 }  // namespace strata_fuzz

@@ -53,15 +53,17 @@ CacheHoldings inspect_caches();
 // The small spans, each walked: how many of each class, and their free
 // blocks (own free list, never-used range, parked blocks), counted one by
 // one rather than derived from the span's countdown.
+// A class's spans are short or long (core/size_classes.h): their blocks and
+// bytes are summed span by span, each span's length checked against the
+// class table.
 struct SpanHoldings {
   std::uint64_t spans[kNumClasses] = {};
+  std::uint64_t blocks[kNumClasses] = {};
+  std::uint64_t bytes[kNumClasses] = {};
   std::uint64_t free_blocks[kNumClasses] = {};
 };
 SpanHoldings inspect_spans();
 
-// The class table: bytes per span and blocks per span of class `cls`.
-std::size_t span_bytes_of_class(std::size_t cls);
-std::size_t blocks_per_span(std::size_t cls);
 std::size_t class_block_size(std::size_t cls);
 
 }  // namespace strata_fuzz

@@ -130,11 +130,11 @@ void check_statistics() {
     expect("blocks_cached (model: the allocation lists walked)", k.blocks_cached, caches.listed[c]);
     expect("blocks_free_in_spans (model: the spans' free blocks walked)", k.blocks_free_in_spans,
            spans.free_blocks[c]);
-    const std::uint64_t capacity = k.spans * blocks_per_span(c);
+    const std::uint64_t capacity = spans.blocks[c];
     expect("blocks of its spans (model: in use + cached + in transit + free, each walked)", capacity,
            e.blocks[c] + caches.listed[c] + caches.in_transit[c] + spans.free_blocks[c]);
     small_spans += k.spans;
-    small_span_bytes += k.spans * span_bytes_of_class(c);
+    small_span_bytes += spans.bytes[c];
     block_bytes += capacity * size;
     cached_bytes += k.blocks_cached * size;
     transit_bytes += caches.in_transit[c] * size;

@@ -6,9 +6,9 @@
 #include <sys/mman.h>
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -181,6 +181,67 @@ TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
     expect_counts_add_up(cache);
     for (std::size_t i = info.wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
     expect_counts_add_up(cache);
+  }).join();
+}
+
+// A thread's first span of a class is short; once it needs another (a
+// burst of the class), the spans it takes are long: 32 blocks of 1 KiB
+// instead of 16, so a span runs dry, sleeps, wakes and empties half as
+// often per block (core/size_classes.h, kLongSpansAfter).
+TEST(ThreadCache, SpansOfABusyClassAreLong) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t size = 1024;
+    const std::size_t cls = size_to_class(size);
+    const SizeClassInfo& info = class_info(cls);
+    ASSERT_GT(info.long_pages, info.span_pages) << "1 KiB blocks have long spans";
+    ASSERT_EQ(info.long_objects, 2u * info.span_objects) << "twice the short span";
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* first = g_page_map.lookup(blocks[0]);
+    EXPECT_EQ(first->page_count, info.span_pages) << "the class's first span is short";
+    EXPECT_EQ(first->capacity, info.span_objects);
+    for (std::uint32_t i = 0; i < info.long_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* second = g_page_map.lookup(blocks.back());
+    ASSERT_NE(second, first);
+    EXPECT_EQ(second->page_count, info.long_pages) << "the next span is long";
+    EXPECT_EQ(second->capacity, info.long_objects);
+    EXPECT_EQ(span_wake_frees(second), info.long_objects / 8) << "a long span wakes after an eighth of its blocks";
+    for (std::size_t i = 0; i < blocks.size(); ++i) {
+      EXPECT_EQ(g_page_map.lookup(blocks[i])->size_class, cls);
+      std::memset(blocks[i], static_cast<int>(i), size);  // every block whole, none overlapping
+    }
+    for (std::size_t i = 0; i < blocks.size(); ++i)
+      ASSERT_EQ(static_cast<unsigned char*>(blocks[i])[size - 1], static_cast<unsigned char>(i));
+    expect_counts_add_up(cache);
+    for (void* b : blocks) strata_free(b);
+    expect_counts_add_up(cache);
+    // Emptied and kept, the long span serves the class's next burst.
+    void* again = strata_malloc(size);
+    EXPECT_EQ(g_page_map.lookup(again)->page_count, info.long_pages);
+    strata_free(again);
+  }).join();
+}
+
+// A thread holding a few blocks of many classes (most threads of most
+// programs) keeps one short span of each: long spans would be slack.
+TEST(ThreadCache, AFewBlocksOfAClassStayInOneShortSpan) {
+  std::thread([] {
+    ASSERT_NE(current_cache(), nullptr);
+    std::vector<void*> blocks;
+    for (int round = 0; round < 100; ++round) {
+      for (std::size_t size = 144; size <= 2048; size += 64) blocks.push_back(strata_malloc(size));
+      if (blocks.size() > 60) {  // a few live blocks of each class, the oldest freed
+        for (std::size_t i = 0; i < 30; ++i) strata_free(blocks[i]);
+        blocks.erase(blocks.begin(), blocks.begin() + 30);
+      }
+    }
+    for (void* b : blocks) {
+      Span* span = g_page_map.lookup(b);
+      EXPECT_EQ(span->page_count, class_info(span->size_class).span_pages) << "size " << class_size(span->size_class);
+    }
+    for (void* b : blocks) strata_free(b);
   }).join();
 }
 
