@@ -64,10 +64,12 @@ inline constexpr std::size_t kLongSpanMaxBytes = std::size_t{64} << 10;
 
 // A thread that owns fewer than this many spans of a class takes short ones
 // for it, from then on long ones: a thread that holds a few blocks of a
-// class (most classes of most threads) keeps one short span of it, one in a
-// burst of the class gets spans twice as long from the second on
-// (docs/design.md, *Long spans*).
-inline constexpr std::uint32_t kLongSpansAfter = 1;
+// class (most classes of most threads) keeps one or two short spans of it,
+// one in a burst of the class gets spans twice as long from the third on.
+// From the second on, thread churn's threads (blocks of theirs held
+// elsewhere keep a second span of a class in use) took 0.3 MiB more
+// (docs/design.md, *Size classes*, long spans).
+inline constexpr std::uint32_t kLongSpansAfter = 2;
 
 // From 1 KiB to 8 KiB, 4 classes per power of two instead of 8. A thread
 // keeps a partly used span of every class it uses, of 16-19 blocks (24 KiB to

@@ -167,7 +167,7 @@ void release_kept_spans_of_other_lengths(ThreadCache* cache, std::uint32_t pages
 // has: the class's short span while the thread owns fewer than
 // kLongSpansAfter spans of it, its long span from then on (a thread that
 // holds that many is in a burst of the class, and each span then costs its
-// per-span events over twice the blocks; docs/design.md, *Long spans*).
+// per-span events over twice the blocks; docs/design.md, *Size classes*).
 std::uint32_t pages_wanted(const ThreadCache* cache, std::size_t cls) noexcept {
   const SizeClassInfo& info = class_info(cls);
   return cache->owned_spans[cls] >= kLongSpansAfter ? info.long_pages : info.span_pages;
@@ -588,7 +588,7 @@ __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std
 // program switches on about 1 malloc in 16; a burst of 25 blocks of 1 KiB
 // empties a span in each round. Through allocate_slow and refill that cost
 // 5 more instructions per malloc on the server, 4.7 per pair on the burst
-// (docs/design.md, *2026-11-26 (night)* and *Long spans*). Anything else
+// (docs/design.md, *2026-11-26 (night)* and *2026-11-27*). Anything else
 // (no span, parked pages): nullptr, and refill decides. Apart from
 // take_next_word, so that its early exits stay without a stack frame.
 __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls, Span* span) noexcept {

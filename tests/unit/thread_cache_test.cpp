@@ -184,10 +184,10 @@ TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
   }).join();
 }
 
-// A thread's first span of a class is short; once it needs another (a
-// burst of the class), the spans it takes are long: 32 blocks of 1 KiB
-// instead of 16, so a span runs dry, sleeps, wakes and empties half as
-// often per block (core/size_classes.h, kLongSpansAfter).
+// A thread's first spans of a class are short; once it owns
+// kLongSpansAfter of them (a burst of the class), the spans it takes are
+// long: 32 blocks of 1 KiB instead of 16, so a span runs dry, sleeps, wakes
+// and empties half as often per block (core/size_classes.h).
 TEST(ThreadCache, SpansOfABusyClassAreLong) {
   std::thread([] {
     ThreadCache* cache = current_cache();
@@ -198,16 +198,18 @@ TEST(ThreadCache, SpansOfABusyClassAreLong) {
     ASSERT_GT(info.long_pages, info.span_pages) << "1 KiB blocks have long spans";
     ASSERT_EQ(info.long_objects, 2u * info.span_objects) << "twice the short span";
     std::vector<void*> blocks;
-    for (std::uint32_t i = 0; i < info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    for (std::uint32_t i = 0; i < kLongSpansAfter * info.span_objects; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
-    EXPECT_EQ(first->page_count, info.span_pages) << "the class's first span is short";
-    EXPECT_EQ(first->capacity, info.span_objects);
+    for (void* b : blocks) {
+      EXPECT_EQ(g_page_map.lookup(b)->page_count, info.span_pages) << "the class's first spans are short";
+      EXPECT_EQ(g_page_map.lookup(b)->capacity, info.span_objects);
+    }
     for (std::uint32_t i = 0; i < info.long_objects; ++i) blocks.push_back(strata_malloc(size));
-    Span* second = g_page_map.lookup(blocks.back());
-    ASSERT_NE(second, first);
-    EXPECT_EQ(second->page_count, info.long_pages) << "the next span is long";
-    EXPECT_EQ(second->capacity, info.long_objects);
-    EXPECT_EQ(span_wake_frees(second), info.long_objects / 8) << "a long span wakes after an eighth of its blocks";
+    Span* long_span = g_page_map.lookup(blocks.back());
+    ASSERT_NE(long_span, first);
+    EXPECT_EQ(long_span->page_count, info.long_pages) << "the next span is long";
+    EXPECT_EQ(long_span->capacity, info.long_objects);
+    EXPECT_EQ(span_wake_frees(long_span), info.long_objects / 8) << "a long span wakes after an eighth of its blocks";
     for (std::size_t i = 0; i < blocks.size(); ++i) {
       EXPECT_EQ(g_page_map.lookup(blocks[i])->size_class, cls);
       std::memset(blocks[i], static_cast<int>(i), size);  // every block whole, none overlapping
@@ -217,7 +219,7 @@ TEST(ThreadCache, SpansOfABusyClassAreLong) {
     expect_counts_add_up(cache);
     for (void* b : blocks) strata_free(b);
     expect_counts_add_up(cache);
-    // Emptied and kept, the long span serves the class's next burst.
+    // Emptied, the long span (still current) serves the next malloc.
     void* again = strata_malloc(size);
     EXPECT_EQ(g_page_map.lookup(again)->page_count, info.long_pages);
     strata_free(again);
@@ -405,8 +407,9 @@ TEST(ThreadCache, AnEmptiedSpanIsKeptWithoutAWalkAndServesAgainInAddressOrder) {
   std::thread([] {
     ThreadCache* cache = become_busy();
     ASSERT_NE(cache, nullptr);
-    const std::size_t size = 256;
+    const std::size_t size = 128;  // a class whose spans are all of one length (no long spans)
     const std::size_t cls = size_to_class(size);
+    ASSERT_EQ(class_info(cls).long_pages, class_info(cls).span_pages);
     const std::uint32_t per_span = class_info(cls).span_objects;
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < 3 * per_span; ++i) blocks.push_back(strata_malloc(size));
