@@ -152,13 +152,11 @@ void release_kept_spans_of_other_lengths(ThreadCache* cache, std::uint32_t pages
   std::size_t released = 0;
   for (std::size_t other = 1; other < kNumClasses && released < pages; ++other) {
     SpanList& spans = cache->partial[other];
-    for (Span* span = spans.tail; released < pages && span != nullptr && span->kept_empty;) {
-      Span* before = span->prev;
-      if (span->page_count != pages) {
-        released += span->page_count;
-        give_back_kept_span(cache, spans, span);
-      }
-      span = before;
+    // From the back, up to the first span of the wanted length (the next
+    // make-over takes that one): a walk as long as what it releases.
+    while (released < pages && spans.tail != nullptr && spans.tail->kept_empty && spans.tail->page_count != pages) {
+      released += spans.tail->page_count;
+      give_back_kept_span(cache, spans, spans.tail);
     }
   }
 }
