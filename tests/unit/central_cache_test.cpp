@@ -38,9 +38,10 @@ TEST(CentralCache, ExitedThreadsSpansAreUnownedThenReturnWhenEmpty) {
   owner.join();
   // The owner is gone: every span it had is now the central cache's.
   CentralStats stats = g_central[cls].stats();
-  // The first span short, the later ones long (core/size_classes.h).
-  const std::size_t per_span = class_info(cls).long_objects;
-  std::size_t spans_needed = 1 + (500 - class_info(cls).span_objects + per_span - 1) / per_span;
+  // The first kLongSpansAfter spans short, the later ones long (core/size_classes.h).
+  const SizeClassInfo& info = class_info(cls);
+  const std::size_t in_short = kLongSpansAfter * info.span_objects;
+  std::size_t spans_needed = kLongSpansAfter + (500 - in_short + info.long_objects - 1) / info.long_objects;
   EXPECT_GE(stats.spans, spans_needed);
   for (void* b : blocks) {
     Span* span = g_page_map.lookup(b);
