@@ -38,7 +38,7 @@ struct SizeClassInfo {
   std::uint16_t long_pages;
   std::uint16_t span_objects;  // blocks per span
   std::uint16_t long_objects;  // blocks per long span
-  std::uint32_t wake_frees;    // frees that make a full (short) span worth using again
+  // (A span's wake count is its own: span_wake_frees, from its capacity.)
   std::uint64_t reciprocal;    // ceil(2^32 / size): offset / size without a division
   // ceil(2^64 / size): offset is a multiple of size exactly when
   // offset * multiple_test, modulo 2^64, is below it (Lemire, Kaser and
@@ -142,7 +142,6 @@ constexpr Tables build() noexcept {
                                     static_cast<std::uint16_t>(long_pages),
                                     static_cast<std::uint16_t>(objects),
                                     static_cast<std::uint16_t>(long_objects),
-                                    wake_frees_for(objects),
                                     ((std::uint64_t{1} << 32) + size - 1) / size, ~std::uint64_t{0} / size + 1};
   };
   for (std::size_t s = 16; s <= 128; s += 16) add(s);

@@ -177,23 +177,29 @@ Span* fetched(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
   return span;
 }
 
+// Which of a class's listed spans (a non-empty list) serves next: spans with
+// live blocks first (the front); among the empty ones kept at the back, the
+// one emptied last: its blocks are the likeliest to be in the caches, and
+// the oldest age out (release_idle_surplus). The first emptied would cycle
+// a small working set through every span a burst left (1 KiB blocks, 100
+// at a time after a burst of 100,000: 18.6 against 10.5 ns per pair).
+Span* first_listed_span(const SpanList& partial) noexcept {
+  return partial.head->kept_empty ? partial.tail : partial.head;
+}
+
+// Takes `span` off the class's list to serve allocations (kept no more).
+Span* take_listed_span(ThreadCache* cache, SpanList& partial, Span* span) noexcept {
+  partial.remove(span);
+  unkeep(cache, span);
+  return span;
+}
+
 // The next span to allocate class `cls` from: an owned one with free blocks
-// (the front of the list), an empty one kept for another class, an unowned
-// one, a fresh one.
+// (first_listed_span), an empty one kept for another class, an unowned one,
+// a fresh one.
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
-  if (!partial.empty()) {
-    // Spans with live blocks first (the front); among the empty ones kept
-    // at the back, the one emptied last: its blocks are the likeliest to
-    // be in the caches, and the oldest age out (release_idle_surplus). The
-    // first emptied would cycle a small working set through every span a
-    // burst left (1 KiB blocks, 100 at a time after a burst of 100,000:
-    // 18.6 against 10.5 ns per pair).
-    Span* span = partial.head->kept_empty ? partial.tail : partial.head;
-    partial.remove(span);
-    unkeep(cache, span);
-    return span;
-  }
+  if (!partial.empty()) return take_listed_span(cache, partial, first_listed_span(partial));
   const std::uint32_t pages = pages_wanted(cache, cls);
   if (Span* span = reuse_kept_span_of_another_class(cache, cls, pages)) return fetched(cache, cls, span);
   if (Span* span = g_central[cls].adopt(cache)) {
@@ -591,14 +597,11 @@ __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std
 // take_next_word, so that its early exits stay without a stack frame.
 __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
   SpanList& partial = cache->partial[cls];
-  Span* next = partial.head;
-  if (next == nullptr) return nullptr;
-  if (next->kept_empty) next = partial.tail;
+  if (partial.empty()) return nullptr;
+  Span* next = first_listed_span(partial);
   if (next->any_parked || next->capacity - next->countdown < span_wake_frees(next)) return nullptr;
   put_to_sleep(cache, span);
-  partial.remove(next);
-  unkeep(cache, next);
-  cache->current[cls] = next;
+  cache->current[cls] = take_listed_span(cache, partial, next);
   return take_word_of(cache, cls, next);
 }
 

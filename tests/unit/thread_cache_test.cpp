@@ -172,14 +172,15 @@ TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
     for (std::uint32_t i = 0; i < 3 * info.span_objects; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
     ASSERT_TRUE(first->sleeping) << "a span the thread used up sleeps";
+    const std::uint32_t wake_frees = span_wake_frees(first);
     // Frees short of the wake count leave it asleep; the next one wakes it.
-    for (std::uint32_t i = 0; i + 1 < info.wake_frees; ++i) strata_free(blocks[i]);
+    for (std::uint32_t i = 0; i + 1 < wake_frees; ++i) strata_free(blocks[i]);
     EXPECT_TRUE(first->sleeping);
-    strata_free(blocks[info.wake_frees - 1]);
+    strata_free(blocks[wake_frees - 1]);
     EXPECT_FALSE(first->sleeping);
-    EXPECT_EQ(span_allocated(first), info.span_objects - info.wake_frees);
+    EXPECT_EQ(span_allocated(first), info.span_objects - wake_frees);
     expect_counts_add_up(cache);
-    for (std::size_t i = info.wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
+    for (std::size_t i = wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
     expect_counts_add_up(cache);
   }).join();
 }
@@ -523,7 +524,7 @@ TEST(ThreadCacheDeathTest, ASecondFreeOfABlockOnTheAllocationWordIsCaughtWhenIts
         const std::size_t size = 512;  // 16 blocks a span; a span with 2 free blocks is worth a word
         const std::size_t cls = size_to_class(size);
         const std::uint32_t per_span = class_info(cls).span_objects;
-        if (class_info(cls).wake_frees != 2) std::exit(2);
+        if (size_class_build::wake_frees_for(per_span) != 2) std::exit(2);
         // Use up whatever the class's current span has, then one whole span.
         std::vector<void*> warm;
         while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(size));
