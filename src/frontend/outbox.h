@@ -52,31 +52,39 @@ struct Outbox {
   // The class of the largest blocks added without a byte count.
   static constexpr std::size_t kLastUncountedClass = size_to_class(kUncountedSize);
 
+  // The parcel open for `destination` when one more block does not fill
+  // it, else nullptr (the caller takes its slow path). An outbox that never
+  // opens a parcel (those of the shared empty and dead caches) always says
+  // nullptr.
+  Parcel* open_parcel_with_room(Destination destination) const noexcept {
+    const OutboxSlot& slot = slots[slot_index(destination)];
+    Parcel* parcel = slot.parcel;
+    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity)
+      return nullptr;
+    return parcel;
+  }
+
   // The common remote free, inline in its callers: the slot already holds a
   // parcel for `destination`, this block does not fill it, and it is small
   // enough to need no byte count: a store and an increment. False for
   // anything else (the caller takes its slow path; the byte count stays
   // there, out of the way of the common case's registers: measured, 6
-  // instructions more per remote free of a 64 B block with it inline). An
-  // outbox that never opens a parcel (those of the shared empty and dead
-  // caches) always says false.
+  // instructions more per remote free of a 64 B block with it inline).
   bool add_to_open_parcel(void* block, std::size_t size_class, Destination destination) noexcept {
-    return size_class <= kLastUncountedClass && add_counted_to_open_parcel(block, size_class, destination);
+    if (size_class > kLastUncountedClass) return false;
+    Parcel* parcel = open_parcel_with_room(destination);
+    if (parcel == nullptr) return false;
+    parcel->blocks[parcel->count++] = block;
+    return true;
   }
 
-  // The same for a block of any class, counting the bytes of one over
-  // kUncountedSize (false when they would reach kTotalBytes).
-  bool add_counted_to_open_parcel(void* block, std::size_t size_class, Destination destination) noexcept {
-    const OutboxSlot& slot = slots[slot_index(destination)];
-    Parcel* parcel = slot.parcel;
-    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity)
-      return false;
-    if (size_class > kLastUncountedClass) {
-      const std::size_t size = class_size(size_class);
-      if (counted_bytes + size >= kTotalBytes) return false;
-      parcel->counted_bytes += static_cast<std::uint32_t>(size);
-      counted_bytes += size;
-    }
+  // Adds a block over kUncountedSize to `parcel` (open, with room), counting
+  // its bytes; false when they would reach kTotalBytes.
+  bool add_counted(Parcel* parcel, void* block, std::size_t size_class) noexcept {
+    const std::size_t size = class_size(size_class);
+    if (counted_bytes + size >= kTotalBytes) return false;
+    parcel->counted_bytes += static_cast<std::uint32_t>(size);
+    counted_bytes += size;
     parcel->blocks[parcel->count++] = block;
     return true;
   }

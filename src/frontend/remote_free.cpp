@@ -110,8 +110,15 @@ __attribute__((noinline)) void remote_free_rare(ThreadCache* cache, void* block,
 // is a tail call; inline, it cost 20 instructions more per call).
 __attribute__((noinline)) void remote_free_slow(ThreadCache* cache, void* block, std::size_t size_class,
                                                 Destination destination) noexcept {
-  if (__builtin_expect(cache != nullptr && cache->outbox.add_counted_to_open_parcel(block, size_class, destination), 1))
-    return;
+  if (cache != nullptr && size_class > Outbox::kLastUncountedClass)
+    if (Parcel* parcel = cache->outbox.open_parcel_with_room(destination))
+      return remote_free_counted(cache, parcel, block, size_class, destination);
+  remote_free_rare(cache, block, size_class, destination);
+}
+
+__attribute__((noinline)) void remote_free_counted(ThreadCache* cache, Parcel* parcel, void* block,
+                                                   std::size_t size_class, Destination destination) noexcept {
+  if (__builtin_expect(cache->outbox.add_counted(parcel, block, size_class), 1)) return;
   remote_free_rare(cache, block, size_class, destination);
 }
 

@@ -37,6 +37,13 @@ void remote_free(ThreadCache* cache, void* block, Span* span) noexcept;
 // counted, and may reach the bound).
 void remote_free_slow(ThreadCache* cache, void* block, std::size_t size_class, Destination destination) noexcept;
 
+// A block over Outbox::kUncountedSize for `parcel`, the open parcel of
+// `cache` for `destination` (Outbox::open_parcel_with_room): the caller
+// found the parcel already, so only the byte count is left (else
+// remote_free_slow's rare cases).
+void remote_free_counted(ThreadCache* cache, Parcel* parcel, void* block, std::size_t size_class,
+                         Destination destination) noexcept;
+
 // Remote frees by threads without a cache (young or exiting threads): each
 // is delivered on its own, and counted here for statistics.
 extern STRATA_INTERNAL std::atomic<std::uint64_t> g_uncached_remote_frees;

@@ -735,7 +735,13 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
     const PageMap::PageClass page = entry.page_class();
     const std::size_t offset = page.page_offset | (reinterpret_cast<std::uintptr_t>(block) & (kPageSize - 1));
     if (__builtin_expect(is_block_start(offset, page.size_class), 1)) {
-      if (__builtin_expect(cache->outbox.add_to_open_parcel(block, page.size_class, tag), 1)) return;
+      if (Parcel* parcel = cache->outbox.open_parcel_with_room(tag); __builtin_expect(parcel != nullptr, 1)) {
+        if (page.size_class <= Outbox::kLastUncountedClass) {
+          parcel->blocks[parcel->count++] = block;
+          return;
+        }
+        return remote_free_counted(cache, parcel, block, page.size_class, tag);
+      }
       if (cache->life == ThreadCache::Life::kAlive) return remote_free_slow(cache, block, page.size_class, tag);
     }
   }
