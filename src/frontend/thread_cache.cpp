@@ -194,12 +194,30 @@ Span* take_listed_span(ThreadCache* cache, SpanList& partial, Span* span) noexce
   return span;
 }
 
+// Before the thread takes memory it does not hold for `cls`, the class's
+// oldest sleeping span serves if any of its blocks came back since it fell
+// asleep. A sleeper holds up to a quarter of its blocks free (fewer than
+// wake_frees when it slept, fewer than wake_frees frees since), so a
+// program whose live set shrinks and grows by turns (a server) would
+// otherwise take new pages beside them. The oldest has had the longest time
+// to get blocks back; one look, so a burst that fills span after span (no
+// frees) pays one line per new span.
+Span* wake_oldest_sleeper(ThreadCache* cache, std::size_t cls) noexcept {
+  SpanList& asleep = cache->sleeping[cls];
+  Span* span = asleep.tail;
+  if (span == nullptr || span->countdown >= span_wake_frees(span)) return nullptr;  // none came back
+  asleep.remove(span);
+  wake_span(span);
+  return span;
+}
+
 // The next span to allocate class `cls` from: an owned one with free blocks
-// (first_listed_span), an empty one kept for another class, an unowned one,
-// a fresh one.
+// (first_listed_span), an owned sleeping one with some, an empty one kept
+// for another class, an unowned one, a fresh one.
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
   if (!partial.empty()) return take_listed_span(cache, partial, first_listed_span(partial));
+  if (Span* span = wake_oldest_sleeper(cache, cls)) return span;
   const std::uint32_t pages = pages_wanted(cache, cls);
   if (Span* span = reuse_kept_span_of_another_class(cache, cls, pages)) return fetched(cache, cls, span);
   if (Span* span = g_central[cls].adopt(cache)) {
@@ -220,7 +238,7 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
 // thread's sleeping list, until enough come back (span_countdown_hit).
 inline void put_to_sleep(ThreadCache* cache, Span* span) noexcept {
   sleep_span(span);
-  cache->sleeping.push(span);
+  cache->sleeping[span->owner_class].push(span);
 }
 
 // Makes `taken` (bits of `span`, the class's current span) the class's
@@ -335,7 +353,7 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   if (span->sleeping) {
     // Enough of a full span's blocks came back: it serves allocations again.
     wake_span(span);
-    cache->sleeping.remove(span);
+    cache->sleeping[cls].remove(span);
     cache->partial[cls].push(span);
     return;
   }
@@ -819,9 +837,11 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   // Every span goes: awake ones as they are, sleeping ones woken first (the
   // central cache counts blocks out), kept empty ones to the page heap
   // through abandon (no block out).
-  while (Span* span = cache->sleeping.pop()) {
-    wake_span(span);
-    cache->partial[span->size_class].push(span);
+  for (SpanList& asleep : cache->sleeping) {
+    while (Span* span = asleep.pop()) {
+      wake_span(span);
+      cache->partial[span->size_class].push(span);
+    }
   }
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     for (Span* span = cache->partial[cls].head; span != nullptr; span = span->next) span->kept_empty = false;

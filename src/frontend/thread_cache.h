@@ -86,7 +86,7 @@ class alignas(4096) ThreadCache {
   // --- later pages: the spans this cache owns ------------------------------
   Span* current[kNumClasses] = {};  // the span the allocation word comes from
   SpanList partial[kNumClasses];    // owned awake spans with free blocks (empty ones at the back)
-  SpanList sleeping;                // owned spans asleep since they were full, all classes
+  SpanList sleeping[kNumClasses];   // owned spans asleep since they were nearly full (oldest at the back)
   // Empty spans kept for reuse: up to kBurstKeptFactor * max_kept_bytes
   // (STRATA_THREAD_CACHE_BYTES) while a burst lasts, at most max_kept_bytes
   // of them once idle for a decay period (release_idle_surplus).

@@ -88,8 +88,11 @@ void inspect_cache(ThreadCache* cache, void* context) {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls] != nullptr) ++owned[cls];
     for (const Span* s = cache->partial[cls].head; s != nullptr; s = s->next) ++owned[cls];
+    for (const Span* s = cache->sleeping[cls].head; s != nullptr; s = s->next) {
+      if (s->owner_class != cls) model_violation("a sleeping span is on another class's list", cache, cls, s->owner_class);
+      ++owned[cls];
+    }
   }
-  for (const Span* s = cache->sleeping.head; s != nullptr; s = s->next) ++owned[s->owner_class];
   for (std::size_t cls = 1; cls < kNumClasses; ++cls)
     if (owned[cls] != cache->owned_spans[cls])
       model_violation("a cache's owned_spans is not the spans it holds", cache, cls, owned[cls]);

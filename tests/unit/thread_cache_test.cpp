@@ -36,8 +36,8 @@ void for_each_owned_span(ThreadCache* cache, Visit&& visit) {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls]) visit(cache->current[cls]);
     for (Span* s = cache->partial[cls].head; s; s = s->next) visit(s);
+    for (Span* s = cache->sleeping[cls].head; s; s = s->next) visit(s);
   }
-  for (Span* s = cache->sleeping.head; s; s = s->next) visit(s);
 }
 
 // The counting invariant of core/span.h for every span `cache` owns, with
@@ -131,7 +131,7 @@ TEST(ThreadCache, ABurstOfFreesGoesStraightToItsSpans) {
         EXPECT_EQ(span_allocated(s), 0u);
         if (s->kept_empty) kept += s->bytes();
       }
-      EXPECT_EQ(cache->sleeping.length, 0u);
+      EXPECT_EQ(cache->sleeping[cls].length, 0u);
       EXPECT_LE(cache->kept_empty_bytes, cache->max_kept_bytes * kBurstKeptFactor);
     }
   }).join();
@@ -181,6 +181,42 @@ TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
     EXPECT_EQ(span_allocated(first), info.span_objects - wake_frees);
     expect_counts_add_up(cache);
     for (std::size_t i = wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
+    expect_counts_add_up(cache);
+  }).join();
+}
+
+// A thread that needs a new span for a class first wakes its oldest
+// sleeping span of the class if any block came back to it: a live set that
+// shrinks and grows by turns reuses those blocks instead of new pages.
+TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t size = 2000;
+    const std::size_t cls = size_to_class(size);
+    const SizeClassInfo& info = class_info(cls);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i <= info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* first = g_page_map.lookup(blocks[0]);
+    Span* second = g_page_map.lookup(blocks.back());
+    ASSERT_NE(first, second);
+    ASSERT_TRUE(first->sleeping) << "the used-up span sleeps";
+    ASSERT_GE(span_wake_frees(first), 2u) << "one free leaves it asleep";
+    void* freed = blocks[3];
+    strata_free(freed);
+    blocks.erase(blocks.begin() + 3);
+    EXPECT_TRUE(first->sleeping);
+    const std::uint16_t owned = cache->owned_spans[cls];
+    // Use up the second span; the next block is the one that came back.
+    for (std::uint32_t i = 1; i < second->capacity; ++i) blocks.push_back(strata_malloc(size));
+    ASSERT_EQ(span_allocated(second), second->capacity);
+    void* next = strata_malloc(size);
+    EXPECT_EQ(next, freed) << "the sleeping span's free block serves before a new span";
+    EXPECT_FALSE(first->sleeping);
+    EXPECT_EQ(cache->owned_spans[cls], owned) << "no span taken";
+    blocks.push_back(next);
+    expect_counts_add_up(cache);
+    for (void* p : blocks) strata_free(p);
     expect_counts_add_up(cache);
   }).join();
 }
