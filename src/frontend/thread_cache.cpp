@@ -87,6 +87,18 @@ namespace {
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->owner_class;
   verify_empty_span(span);
+  if (span->page_count != class_info(cls).long_pages && cache->owned_spans[cls] >= kLongSpansAfter) {
+    // A short span of a class the thread holds several spans of emptied:
+    // the class's bursts outgrow its short spans (25 blocks of 1 KiB: two
+    // of them, every span event twice per round). From now on its spans are
+    // long (pages_wanted), and this one goes to the page heap rather than
+    // being kept, since a kept span is taken again before any new one.
+    cache->long_wanted |= std::uint64_t{1} << cls;
+    cache->partial[cls].remove(span);
+    --cache->owned_spans[cls];
+    g_page_heap.deallocate(span);
+    return;
+  }
   if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
     span->kept_empty = true;
     span->used_epoch = cache->scavenge_epoch;  // idle from now
@@ -165,10 +177,12 @@ void release_kept_spans_of_other_lengths(ThreadCache* cache, std::uint32_t pages
 // has: the class's short span while the thread owns fewer than
 // kLongSpansAfter spans of it, its long span from then on (a thread that
 // holds that many is in a burst of the class, and each span then costs its
-// per-span events over twice the blocks; docs/design.md, *Size classes*).
+// per-span events over twice the blocks; docs/design.md, *Size classes*),
+// and always once a short span of the class emptied while the thread held
+// that many (long_wanted: span_emptied).
 std::uint32_t pages_wanted(const ThreadCache* cache, std::size_t cls) noexcept {
   const SizeClassInfo& info = class_info(cls);
-  return cache->owned_spans[cls] >= kLongSpansAfter ? info.long_pages : info.span_pages;
+  return cache->owned_spans[cls] >= kLongSpansAfter || ((cache->long_wanted >> cls) & 1) ? info.long_pages : info.span_pages;
 }
 
 // Counts a span taken for `cls` from outside its lists.
@@ -843,6 +857,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
       cache->partial[span->size_class].push(span);
     }
   }
+  cache->long_wanted = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     for (Span* span = cache->partial[cls].head; span != nullptr; span = span->next) span->kept_empty = false;
     g_central[cls].abandon(cache->partial[cls]);

@@ -56,6 +56,7 @@ struct AllocWord {
   std::uint32_t unused_ = 0;     // 32 bytes: the slow path finds the class with a shift
 };
 static_assert(sizeof(AllocWord) == 32, "class_of_offset shifts by 5");
+static_assert(kNumClasses <= 64, "ThreadCache::long_wanted has a bit per class");
 
 struct ThreadCacheStats {
   std::uint64_t frees_slow = 0;
@@ -98,6 +99,7 @@ class alignas(4096) ThreadCache {
   std::uint32_t scavenge_epoch = 0;  // 1 + scavenges so far (set at creation: the static caches stay in .bss)
   std::uint8_t paged_requests[kNumClasses] = {};  // blocks over 2 KiB served as spans of their own, per class
   std::uint16_t owned_spans[kNumClasses] = {};    // spans of the class this cache owns now (picks short or long spans)
+  std::uint64_t long_wanted = 0;  // bit per class: its spans are long (a short one emptied while the thread held several)
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its word runs dry at a sampled allocation
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse

@@ -265,6 +265,34 @@ TEST(ThreadCache, SpansOfABusyClassAreLong) {
 
 // A thread holding a few blocks of many classes (most threads of most
 // programs) keeps one short span of each: long spans would be slack.
+// A class whose bursts outgrow its two short spans (25 blocks of 1 KiB:
+// every span event twice per round) gets long spans once a short one
+// empties while the thread holds both: the burst then fits one span.
+TEST(ThreadCache, BurstsThatOutgrowTwoShortSpansMakeTheClassLong) {
+  std::thread([] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t size = 1024;
+    const std::size_t cls = size_to_class(size);
+    const SizeClassInfo& info = class_info(cls);
+    const std::uint32_t burst = 25;
+    ASSERT_LT(info.span_objects, burst) << "a burst needs two short spans";
+    ASSERT_GE(info.long_objects, burst) << "and fits one long span";
+    std::vector<void*> blocks;
+    for (int round = 0; round < 8; ++round) {
+      for (void* b : blocks) strata_free(b);
+      blocks.clear();
+      for (std::uint32_t i = 0; i < burst; ++i) blocks.push_back(strata_malloc(size));
+    }
+    EXPECT_TRUE((cache->long_wanted >> cls) & 1);
+    Span* span = g_page_map.lookup(blocks[0]);
+    EXPECT_EQ(span->page_count, info.long_pages);
+    for (void* b : blocks) EXPECT_EQ(g_page_map.lookup(b), span) << "one long span holds the burst";
+    expect_counts_add_up(cache);
+    for (void* b : blocks) strata_free(b);
+  }).join();
+}
+
 TEST(ThreadCache, AFewBlocksOfAClassStayInOneShortSpan) {
   std::thread([] {
     ASSERT_NE(current_cache(), nullptr);
