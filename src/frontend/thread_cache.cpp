@@ -87,19 +87,14 @@ namespace {
 void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->owner_class;
   verify_empty_span(span);
-  if (span->page_count != class_info(cls).long_pages && cache->owned_spans[cls] >= kLongSpansAfter) {
-    // A short span of a class the thread holds several spans of emptied:
-    // the class's bursts outgrow its short spans (25 blocks of 1 KiB: two
-    // of them, every span event twice per round). From now on its spans are
-    // long (pages_wanted), and this one goes to the page heap rather than
-    // being kept, since a kept span is taken again before any new one.
-    cache->long_wanted |= std::uint64_t{1} << cls;
-    cache->partial[cls].remove(span);
-    --cache->owned_spans[cls];
-    g_page_heap.deallocate(span);
-    return;
-  }
-  if (cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
+  // A short span of a class the thread holds several spans of: the class's
+  // bursts outgrow its short spans (25 blocks of 1 KiB: two of them, every
+  // span event twice per round). From now on its spans are long
+  // (pages_wanted), and this one goes to the page heap rather than being
+  // kept, since a kept span is taken again before any new one.
+  const bool outgrown = span->page_count != class_info(cls).long_pages && cache->owned_spans[cls] >= kLongSpansAfter;
+  if (outgrown) cache->long_wanted |= std::uint64_t{1} << cls;
+  if (!outgrown && cache->kept_empty_bytes + span->bytes() <= cache->max_kept_bytes * kBurstKeptFactor) {
     span->kept_empty = true;
     span->used_epoch = cache->scavenge_epoch;  // idle from now
     span->idle_since = monotonic_ns();         // for the surplus over max_kept_bytes

@@ -62,6 +62,18 @@ ThreadCache* become_busy() {
   return current_cache(false);
 }
 
+// Runs body(cache, cls, info) on a thread of its own that has a cache,
+// for the class of `size`.
+template <class Body>
+void on_a_thread_of_its_own(std::size_t size, Body body) {
+  std::thread([&] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(size);
+    body(cache, cls, class_info(cls));
+  }).join();
+}
+
 // Pages of [p, p + bytes) resident now.
 std::size_t resident_pages(const void* p, std::size_t bytes) {
   auto start = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{4095};
@@ -162,12 +174,8 @@ TEST(ThreadCache, KeptEmptySpansStayUnderTheBound) {
 }
 
 TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
-  std::thread([] {
-    ThreadCache* cache = current_cache();
-    ASSERT_NE(cache, nullptr);
-    const std::size_t size = 2000;  // larger blocks are spans of their own in a thread this new
-    const std::size_t cls = size_to_class(size);
-    const SizeClassInfo& info = class_info(cls);
+  const std::size_t size = 2000;  // larger blocks are spans of their own in a thread this new
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t /*cls*/, const SizeClassInfo& info) {
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < 3 * info.span_objects; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
@@ -182,19 +190,15 @@ TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
     expect_counts_add_up(cache);
     for (std::size_t i = wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
     expect_counts_add_up(cache);
-  }).join();
+  });
 }
 
 // A thread that needs a new span for a class first wakes its oldest
 // sleeping span of the class if any block came back to it: a live set that
 // shrinks and grows by turns reuses those blocks instead of new pages.
 TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
-  std::thread([] {
-    ThreadCache* cache = current_cache();
-    ASSERT_NE(cache, nullptr);
-    const std::size_t size = 2000;
-    const std::size_t cls = size_to_class(size);
-    const SizeClassInfo& info = class_info(cls);
+  const std::size_t size = 2000;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i <= info.span_objects; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
@@ -218,7 +222,7 @@ TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
     expect_counts_add_up(cache);
     for (void* p : blocks) strata_free(p);
     expect_counts_add_up(cache);
-  }).join();
+  });
 }
 
 // A thread's first spans of a class are short; once it owns
@@ -226,12 +230,8 @@ TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
 // long: 32 blocks of 1 KiB instead of 16, so a span runs dry, sleeps, wakes
 // and empties half as often per block (core/size_classes.h).
 TEST(ThreadCache, SpansOfABusyClassAreLong) {
-  std::thread([] {
-    ThreadCache* cache = current_cache();
-    ASSERT_NE(cache, nullptr);
-    const std::size_t size = 1024;
-    const std::size_t cls = size_to_class(size);
-    const SizeClassInfo& info = class_info(cls);
+  const std::size_t size = 1024;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
     ASSERT_GT(info.long_pages, info.span_pages) << "1 KiB blocks have long spans";
     ASSERT_EQ(info.long_objects, 2u * info.span_objects) << "twice the short span";
     std::vector<void*> blocks;
@@ -260,21 +260,15 @@ TEST(ThreadCache, SpansOfABusyClassAreLong) {
     void* again = strata_malloc(size);
     EXPECT_EQ(g_page_map.lookup(again)->page_count, info.long_pages);
     strata_free(again);
-  }).join();
+  });
 }
 
-// A thread holding a few blocks of many classes (most threads of most
-// programs) keeps one short span of each: long spans would be slack.
 // A class whose bursts outgrow its two short spans (25 blocks of 1 KiB:
 // every span event twice per round) gets long spans once a short one
 // empties while the thread holds both: the burst then fits one span.
 TEST(ThreadCache, BurstsThatOutgrowTwoShortSpansMakeTheClassLong) {
-  std::thread([] {
-    ThreadCache* cache = current_cache();
-    ASSERT_NE(cache, nullptr);
-    const std::size_t size = 1024;
-    const std::size_t cls = size_to_class(size);
-    const SizeClassInfo& info = class_info(cls);
+  const std::size_t size = 1024;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
     const std::uint32_t burst = 25;
     ASSERT_LT(info.span_objects, burst) << "a burst needs two short spans";
     ASSERT_GE(info.long_objects, burst) << "and fits one long span";
@@ -285,14 +279,16 @@ TEST(ThreadCache, BurstsThatOutgrowTwoShortSpansMakeTheClassLong) {
       for (std::uint32_t i = 0; i < burst; ++i) blocks.push_back(strata_malloc(size));
     }
     EXPECT_TRUE((cache->long_wanted >> cls) & 1);
-    Span* span = g_page_map.lookup(blocks[0]);
-    EXPECT_EQ(span->page_count, info.long_pages);
-    for (void* b : blocks) EXPECT_EQ(g_page_map.lookup(b), span) << "one long span holds the burst";
+    const std::vector<Span*> spans = spans_of(blocks);
+    ASSERT_EQ(spans.size(), 1u) << "one long span holds the burst";
+    EXPECT_EQ(spans[0]->page_count, info.long_pages);
     expect_counts_add_up(cache);
     for (void* b : blocks) strata_free(b);
-  }).join();
+  });
 }
 
+// A thread holding a few blocks of many classes (most threads of most
+// programs) keeps one short span of each: long spans would be slack.
 TEST(ThreadCache, AFewBlocksOfAClassStayInOneShortSpan) {
   std::thread([] {
     ASSERT_NE(current_cache(), nullptr);
