@@ -83,6 +83,41 @@ inline bool starts_a_block(const Span* span, const void* block) noexcept {
   return is_block_start(reinterpret_cast<std::uintptr_t>(block) - address_of(span->first_page), span->size_class);
 }
 
+// Where a block start's bit lives: the word of free_bits and the bit in it,
+// from the one multiply set_free_bit makes (kIndexShift).
+struct BlockPlace {
+  std::uint64_t word;
+  std::uint64_t bit;
+};
+inline BlockPlace place_of(const Span* span, const void* block) noexcept {
+  std::uint64_t low = reinterpret_cast<std::uintptr_t>(block) - span->block_base;
+#if defined(__x86_64__)
+  std::uint64_t high;  // mulq by hand: GCC's 128-bit product goes through the stack
+  asm("mulq %[multiplier]" : "+a"(low), "=d"(high) : [multiplier] "m"(span->index_multiplier) : "cc");
+#else
+  const unsigned __int128 product = static_cast<unsigned __int128>(low) * span->index_multiplier;
+  const std::uint64_t high = static_cast<std::uint64_t>(product >> 64);
+  low = static_cast<std::uint64_t>(product);
+#endif
+  return {high, low >> 58};
+}
+
+// Sets bit `place.bit` of free_bits[place.word] and tells whether it was
+// set already (set_free_bit for a place known).
+inline bool set_free_bit_at(Span* span, BlockPlace place) noexcept {
+  std::uint64_t& slot = span->free_bits[place.word];
+  std::uint64_t bits = slot;
+  bool was_set;
+#if defined(__x86_64__)
+  asm("btsq %[bit], %[bits]" : [bits] "+r"(bits), "=@ccc"(was_set) : [bit] "r"(place.bit));
+#else
+  was_set = ((bits >> place.bit) & 1) != 0;
+  bits |= std::uint64_t{1} << place.bit;
+#endif
+  slot = bits;
+  return was_set;
+}
+
 inline void* block_at(const Span* span, std::uint64_t index) noexcept {
   return reinterpret_cast<void*>(span->block_base + index * class_size(span->owner_class));
 }

@@ -42,6 +42,11 @@ struct Outbox {
   static_assert(kSlots * 63 * kUncountedSize <= kTotalBytes, "the uncounted blocks stay within the bound");
 
   OutboxSlot slots[kSlots];
+  // The slot the rare path last put a block in (0: none, or its parcel
+  // left): most remote frees go where the one before went, and this spares
+  // them the hash and the slot's two loads.
+  Destination last_destination = 0;
+  Parcel* last_parcel = nullptr;
   std::size_t counted_bytes = 0;  // of blocks larger than kUncountedSize
   std::uint32_t open_parcels = 0;  // slots holding a parcel
 
@@ -57,10 +62,15 @@ struct Outbox {
   // opens a parcel (those of the shared empty and dead caches) always says
   // nullptr.
   Parcel* open_parcel_with_room(Destination destination) const noexcept {
-    const OutboxSlot& slot = slots[slot_index(destination)];
-    Parcel* parcel = slot.parcel;
-    if (parcel == nullptr || slot.destination != destination || parcel->count + 1 >= Parcel::kCapacity)
-      return nullptr;
+    Parcel* parcel;
+    if (destination == last_destination) {
+      parcel = last_parcel;
+    } else {
+      const OutboxSlot& slot = slots[slot_index(destination)];
+      parcel = slot.parcel;
+      if (parcel == nullptr || slot.destination != destination) return nullptr;
+    }
+    if (parcel->count + 1 >= Parcel::kCapacity) return nullptr;
     return parcel;
   }
 

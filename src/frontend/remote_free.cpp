@@ -35,6 +35,7 @@ void send_slot(ThreadCache* cache, OutboxSlot& slot) noexcept {
   --cache->outbox.open_parcels;
   cache->stats.remote_frees += parcel->count;
   slot.parcel = nullptr;
+  if (cache->outbox.last_parcel == parcel) cache->outbox.last_destination = 0;
   deliver(cache, slot.destination, parcel);
 }
 
@@ -91,6 +92,8 @@ __attribute__((noinline)) void remote_free_rare(ThreadCache* cache, void* block,
     slot.destination = destination;
     ++outbox.open_parcels;
   }
+  outbox.last_destination = destination;
+  outbox.last_parcel = slot.parcel;
   Parcel& parcel = *slot.parcel;
   parcel.blocks[parcel.count++] = block;
   if (std::uint32_t size = static_cast<std::uint32_t>(class_size(size_class)); size > Outbox::kUncountedSize) {

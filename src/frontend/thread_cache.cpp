@@ -392,15 +392,27 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
 
 namespace {
 
-// Is `block` (of `span`, which `cache` owns) on the cache's allocation
-// word, i.e. free already? A multiply, no division: drains ask it of
-// every block.
-bool on_allocation_word(const ThreadCache* cache, const Span* span, const void* block) noexcept {
+// A block another thread freed, of `span`, which `cache` owns: its bit is
+// set, as free_owned does, after a check free_owned cannot make: a block
+// on the cache's allocation word is free already. One multiply gives the
+// block's place for both. True when the span's countdown ran out (the span
+// may have gone back to the page heap or woken up since).
+bool receive_owned(ThreadCache* cache, Span* span, void* block) noexcept {
+  const BlockPlace place = place_of(span, block);
   const std::size_t cls = span->owner_class;
-  if (cache->current[cls] != span) return false;
-  const std::uint64_t index = block_index(span, block);
-  const AllocWord& word = cache->words[cls];
-  return (index >> 6) == word.span_word && ((word.bits >> (index & 63)) & 1) != 0;
+  if (cache->current[cls] == span) {
+    const AllocWord& word = cache->words[cls];
+    if (place.word == word.span_word && ((word.bits >> place.bit) & 1) != 0) block_freed_twice(block);
+  }
+  if (__builtin_expect(set_free_bit_at(span, place), 0) && STRATA_CHECK_DOUBLE_FREE) {
+    block_freed_twice(block);
+    return true;
+  }
+  if (__builtin_expect(count_block_back(span->countdown), 0)) {
+    span_countdown_hit(cache, span);
+    return true;
+  }
+  return false;
 }
 
 // A block sent to us for a span we no longer own: the sender read the
@@ -420,10 +432,37 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   Span* span = entry.span();
   if (entry.owner_tag() != owner_tag_for(cache)) return forward_block(cache, block, span);
-  // Freed by another thread: on our allocation word, it is free already
-  // (a block free in its span's bits is caught by free_owned itself).
-  if (on_allocation_word(cache, span, block)) block_freed_twice(block);
-  free_owned(cache, span, block);
+  receive_owned(cache, span, block);
+}
+
+// The blocks of one parcel. Only the page map and the spans are read. The
+// blocks themselves are asked for, for writing, a few ahead: they are about
+// to be handed out again by this thread, whose program writes them
+// (producer and consumer: the lines then move while the drain works, not at
+// the first write after malloc). Consecutive blocks on one page (a bulk
+// freed in order) share its lookup and owner check: only this thread
+// changes its spans' ownership, and within the drain only where a span's
+// countdown runs out; the next block then looks its page up again.
+void receive_parcel(ThreadCache* cache, const Parcel* parcel) noexcept {
+  const std::uint32_t count = parcel->count;  // read once: the parcel is ours now
+  std::uintptr_t known_page = 0;              // page of the block before, ours (0: none)
+  Span* span = nullptr;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    if (i + 8 < count) __builtin_prefetch(parcel->blocks[i + 8], 1);
+    void* block = parcel->blocks[i];
+    const std::uintptr_t page = reinterpret_cast<std::uintptr_t>(block) >> kPageShift;
+    if (page != known_page) {
+      PageMap::EntryRef entry = g_page_map.entry_ref(block);
+      span = entry.span();
+      if (entry.owner_tag() != owner_tag_for(cache)) {
+        forward_block(cache, block, span);
+        known_page = 0;
+        continue;
+      }
+      known_page = page;
+    }
+    if (receive_owned(cache, span, block)) known_page = 0;
+  }
 }
 
 }  // namespace
@@ -438,16 +477,7 @@ void drain_inbox(ThreadCache* cache) noexcept {
     } else {
       Parcel* parcel = item_parcel(item);
       cache->stats.remote_received += parcel->count;
-      // Only the page map and the spans are read. The blocks themselves are
-      // asked for, for writing, a few ahead: they are about to be handed out
-      // again by this thread, whose program writes them (producer and
-      // consumer: the lines then move while the drain works, not at the
-      // first write after malloc).
-      const std::uint32_t count = parcel->count;  // read once: the parcel is ours now
-      for (std::uint32_t i = 0; i < count; ++i) {
-        if (i + 8 < count) __builtin_prefetch(parcel->blocks[i + 8], 1);
-        receive_block(cache, parcel->blocks[i]);
-      }
+      receive_parcel(cache, parcel);
       release_parcel(cache, parcel);
     }
     item = next;

@@ -217,3 +217,41 @@ TEST(RemoteFree, TheOwnerTagPublishesTheOwnersCache) {
   std::unique_ptr<ThreadCache> cache(built.load());
   expect_one_parcel_of(cache.get(), block, span);  // the block went to the tag's cache
 }
+
+// A parcel may hold a block twice (another thread freed it twice). Where
+// the first copy empties its span and the span goes back to the page heap,
+// the second must not set a bit in the released span: the drain shares one
+// page's lookup between consecutive blocks only until a span's countdown
+// runs out, then looks the page up again, finds the span released and
+// reports.
+TEST(RemoteFreeDeathTest, ABlockSentTwiceAfterItsSpanWasReleasedIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);  // every block in a class span
+        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // a cache of its own
+        ThreadCache* cache = current_cache(false);
+        if (cache == nullptr) std::exit(2);
+        cache->max_kept_bytes = 0;  // an emptied span goes to the page heap
+        constexpr std::size_t kSize = 512;
+        std::vector<void*> blocks;
+        for (int i = 0; i < 64; ++i) blocks.push_back(strata_malloc(kSize));
+        Span* first = g_page_map.lookup(blocks[0]);
+        if (cache->current[size_to_class(kSize)] == first) std::exit(3);  // a current span is never released
+        std::vector<void*> sent;  // every block of the first span, all on one page
+        for (void* b : blocks)
+          if (g_page_map.lookup(b) == first) sent.push_back(b);
+        if (sent.size() != first->capacity || first->page_count != 1 || sent.size() + 1 >= Parcel::kCapacity)
+          std::exit(4);
+        sent.push_back(sent.front());
+        std::thread([&] {
+          for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+          for (void* b : sent) strata_free(b);  // one parcel
+          flush_outbox(current_cache(false));
+        }).join();
+        drain_inbox(cache);
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free \\(block of a span released while it was sent\\)");
+}
