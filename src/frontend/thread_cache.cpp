@@ -426,13 +426,21 @@ void forward_block(ThreadCache* cache, void* block, Span* span) noexcept {
   remote_free(cache, block, span);
 }
 
-// One block of the inbox. Its page's owner tag says whether we still own the
-// span (the sender may have looked before the span changed hands).
-void receive_block(ThreadCache* cache, void* block) noexcept {
+// Whether we still own the span of a block of the inbox (its page's owner
+// tag says so: the sender may have looked before the span changed hands):
+// true with `span` set, or false with the block sent on.
+bool owned_or_forwarded(ThreadCache* cache, void* block, Span*& span) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
-  Span* span = entry.span();
-  if (entry.owner_tag() != owner_tag_for(cache)) return forward_block(cache, block, span);
-  receive_owned(cache, span, block);
+  span = entry.span();
+  if (entry.owner_tag() == owner_tag_for(cache)) return true;
+  forward_block(cache, block, span);
+  return false;
+}
+
+// One block of the inbox, sent on its own.
+void receive_block(ThreadCache* cache, void* block) noexcept {
+  Span* span;
+  if (owned_or_forwarded(cache, block, span)) receive_owned(cache, span, block);
 }
 
 // The blocks of one parcel. Only the page map and the spans are read. The
@@ -452,10 +460,7 @@ void receive_parcel(ThreadCache* cache, const Parcel* parcel) noexcept {
     void* block = parcel->blocks[i];
     const std::uintptr_t page = reinterpret_cast<std::uintptr_t>(block) >> kPageShift;
     if (page != known_page) {
-      PageMap::EntryRef entry = g_page_map.entry_ref(block);
-      span = entry.span();
-      if (entry.owner_tag() != owner_tag_for(cache)) {
-        forward_block(cache, block, span);
+      if (!owned_or_forwarded(cache, block, span)) {
         known_page = 0;
         continue;
       }
