@@ -63,7 +63,7 @@ struct Outbox {
   // nullptr.
   Parcel* open_parcel_with_room(Destination destination) const noexcept {
     Parcel* parcel;
-    if (destination == last_destination) {
+    if (__builtin_expect(destination == last_destination, 1)) {
       parcel = last_parcel;
     } else {
       const OutboxSlot& slot = slots[slot_index(destination)];
