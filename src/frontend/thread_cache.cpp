@@ -400,10 +400,9 @@ namespace {
 bool receive_owned(ThreadCache* cache, Span* span, void* block) noexcept {
   const BlockPlace place = place_of(span, block);
   const std::size_t cls = span->owner_class;
-  if (cache->current[cls] == span) {
-    const AllocWord& word = cache->words[cls];
-    if (place.word == word.span_word && ((word.bits >> place.bit) & 1) != 0) block_freed_twice(block);
-  }
+  const AllocWord& word = cache->words[cls];  // the word's bit first: most often clear, one test
+  if (((word.bits >> place.bit) & 1) != 0 && cache->current[cls] == span && place.word == word.span_word)
+    block_freed_twice(block);
   if (__builtin_expect(set_free_bit_at(span, place), 0) && STRATA_CHECK_DOUBLE_FREE) {
     block_freed_twice(block);
     return true;
