@@ -255,3 +255,39 @@ TEST(RemoteFreeDeathTest, ABlockSentTwiceAfterItsSpanWasReleasedIsReported) {
       }).join(),
       "double free \\(block of a span released while it was sent\\)");
 }
+
+// A block on its owner's allocation word (freed, then taken back with its
+// word, not handed out yet) is not free in its span's bits. Freed again by
+// another thread, it reaches the owner's drain, which checks the word
+// before it sets the bit: the double free is reported there, not handed
+// out twice later.
+TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);  // every block in a class span
+        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // a cache of its own
+        ThreadCache* cache = current_cache(false);
+        if (cache == nullptr) std::exit(2);
+        constexpr std::size_t kSize = 512;
+        const std::size_t cls = size_to_class(kSize);
+        std::vector<void*> warm;  // whatever the class's current word holds
+        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kSize));
+        std::vector<void*> blocks;
+        for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kSize));
+        if (cache->words[cls].bits != 0) std::exit(3);
+        strata_free(blocks[0]);
+        strata_free(blocks[1]);
+        if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
+        if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
+        std::thread([&] {
+          for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+          strata_free(blocks[1]);  // freed again, from another thread
+          flush_outbox(current_cache(false));
+        }).join();
+        drain_inbox(cache);
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free");
+}
