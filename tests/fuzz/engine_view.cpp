@@ -130,6 +130,12 @@ void inspect_cache(ThreadCache* cache, void* context) {
   if (open != cache->outbox.open_parcels)
     model_violation("outbox open_parcels is not its slots holding a parcel", cache, open, cache->outbox.open_parcels);
   if (counted_bytes >= Outbox::kTotalBytes) model_violation("outbox over its 1 MiB bound", cache, counted_bytes, 0);
+  // The remembered destination names the slot that holds its parcel.
+  if (const Destination last = cache->outbox.last_destination; last != 0) {
+    const OutboxSlot& slot = cache->outbox.slots[Outbox::slot_index(last)];
+    if (slot.destination != last || slot.parcel != cache->outbox.last_parcel)
+      model_violation("the outbox's remembered destination is not its slot's parcel", cache, last, 0);
+  }
   if (all_bytes >= 2 * Outbox::kTotalBytes) model_violation("outbox over its 2 MiB bound in all", cache, all_bytes, 0);
 
   // The inbox: parcels and single blocks other threads sent, not drained yet.
