@@ -218,6 +218,31 @@ TEST(RemoteFree, TheOwnerTagPublishesTheOwnersCache) {
   expect_one_parcel_of(cache.get(), block, span);  // the block went to the tag's cache
 }
 
+namespace {
+
+// The calling thread made busy (a cache of its own: its remote frees go in
+// parcels), with heap profiling's sampling off so that every block lies in
+// a class span; the thread exits with status 2 when it gets no cache.
+ThreadCache* busy_cache_without_sampling() {
+  strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);
+  for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+  ThreadCache* cache = current_cache(false);
+  if (cache == nullptr) std::exit(2);
+  return cache;
+}
+
+// Frees `blocks`, in order, from another busy thread, whose parcels leave
+// at once.
+void free_on_another_thread(const std::vector<void*>& blocks) {
+  std::thread([&] {
+    busy_cache_without_sampling();
+    for (void* b : blocks) strata_free(b);
+    flush_outbox(current_cache(false));
+  }).join();
+}
+
+}  // namespace
+
 // A parcel may hold a block twice (another thread freed it twice). Where
 // the first copy empties its span and the span goes back to the page heap,
 // the second must not set a bit in the released span: the drain shares one
@@ -228,10 +253,7 @@ TEST(RemoteFreeDeathTest, ABlockSentTwiceAfterItsSpanWasReleasedIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       std::thread([] {
-        strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);  // every block in a class span
-        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // a cache of its own
-        ThreadCache* cache = current_cache(false);
-        if (cache == nullptr) std::exit(2);
+        ThreadCache* cache = busy_cache_without_sampling();
         cache->max_kept_bytes = 0;  // an emptied span goes to the page heap
         constexpr std::size_t kSize = 512;
         std::vector<void*> blocks;
@@ -244,11 +266,7 @@ TEST(RemoteFreeDeathTest, ABlockSentTwiceAfterItsSpanWasReleasedIsReported) {
         if (sent.size() != first->capacity || first->page_count != 1 || sent.size() + 1 >= Parcel::kCapacity)
           std::exit(4);
         sent.push_back(sent.front());
-        std::thread([&] {
-          for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-          for (void* b : sent) strata_free(b);  // one parcel
-          flush_outbox(current_cache(false));
-        }).join();
+        free_on_another_thread(sent);  // one parcel
         drain_inbox(cache);
         std::fprintf(stderr, "not caught\n");
         std::exit(0);
@@ -265,10 +283,7 @@ TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsR
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       std::thread([] {
-        strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);  // every block in a class span
-        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // a cache of its own
-        ThreadCache* cache = current_cache(false);
-        if (cache == nullptr) std::exit(2);
+        ThreadCache* cache = busy_cache_without_sampling();
         constexpr std::size_t kSize = 512;
         const std::size_t cls = size_to_class(kSize);
         std::vector<void*> warm;  // whatever the class's current word holds
@@ -280,11 +295,7 @@ TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsR
         strata_free(blocks[1]);
         if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
         if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
-        std::thread([&] {
-          for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-          strata_free(blocks[1]);  // freed again, from another thread
-          flush_outbox(current_cache(false));
-        }).join();
+        free_on_another_thread({blocks[1]});                   // freed again, from another thread
         drain_inbox(cache);
         std::fprintf(stderr, "not caught\n");
         std::exit(0);
