@@ -950,6 +950,7 @@ void fork_prepare() noexcept {
   for (CentralCache& central : g_central) central.mutex().lock();
   g_page_heap.mutex().lock();
   span_pool_mutex().lock();
+  parcel_depot_mutex().lock();
   parcel_pool_mutex().lock();
   g_cache_pool.raw().mutex().lock();
 }
@@ -957,6 +958,7 @@ void fork_prepare() noexcept {
 void fork_parent() noexcept {
   g_cache_pool.raw().mutex().unlock();
   parcel_pool_mutex().unlock();
+  parcel_depot_mutex().unlock();
   span_pool_mutex().unlock();
   g_page_heap.mutex().unlock();
   for (CentralCache& central : g_central) central.mutex().unlock();
@@ -968,6 +970,7 @@ void fork_parent() noexcept {
 void fork_child() noexcept {
   g_cache_pool.raw().mutex().reset_after_fork();
   parcel_pool_mutex().reset_after_fork();
+  parcel_depot_mutex().reset_after_fork();
   span_pool_mutex().reset_after_fork();
   g_page_heap.mutex().reset_after_fork();
   for (CentralCache& central : g_central) central.mutex().reset_after_fork();

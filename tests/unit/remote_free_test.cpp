@@ -12,6 +12,7 @@
 #include "core/ownership.h"
 #include "core/page_map.h"
 #include "core/span_blocks.h"
+#include "frontend/parcel.h"
 #include "frontend/remote_free.h"
 #include "frontend/thread_cache.h"
 #include "strata/strata.h"
@@ -145,6 +146,56 @@ TEST(RemoteFree, ParcelsAndSingleBlocksReachTheirSpans) {
   owner.join();
   strata_release_free_memory();
   strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, sampling);
+}
+
+// Parcels a thread does not keep go to the depot in batches, and come out
+// of it as batches: a thread with no spares takes a whole batch (its first
+// parcel now, the rest as spares); a thread without a cache takes one
+// parcel and the rest of the batch stays. No parcel is lost or handed out
+// twice on the way.
+TEST(RemoteFree, ParcelsBeyondTheSparesTravelThroughTheDepotInBatches) {
+  constexpr std::uint32_t kParcels = Parcel::kMaxSpares + Parcel::kBatch / 2 + 1;
+  std::vector<Parcel*> given;
+  std::thread([&] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    for (std::uint32_t i = 0; i < kParcels; ++i) given.push_back(acquire_parcel(cache));
+    ASSERT_EQ(cache->spare_parcels, nullptr);
+    for (Parcel* parcel : given) {
+      parcel->count = 7;  // as a drained parcel still says
+      release_parcel(cache, parcel);
+      EXPECT_LE(cache->spare_parcel_count, Parcel::kMaxSpares);
+    }
+    // kMaxSpares + 1 releases gave one batch away.
+    EXPECT_EQ(cache->spare_parcel_count, kParcels - Parcel::kBatch);
+  }).join();  // its exit gives the rest to the depot as a second batch
+
+  std::sort(given.begin(), given.end());
+  std::vector<Parcel*> taken;
+  std::thread([&] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    ASSERT_EQ(cache->spare_parcels, nullptr);
+    taken.push_back(acquire_parcel(cache));  // the exit's batch: one now, the rest kept
+    EXPECT_EQ(cache->spare_parcel_count, kParcels - Parcel::kBatch - 1);
+    while (taken.size() < kParcels) taken.push_back(acquire_parcel(cache));  // then the other batch
+    for (Parcel* parcel : taken) {
+      EXPECT_EQ(parcel->count, 0u);
+      EXPECT_EQ(parcel->next, 0u);
+      EXPECT_EQ(parcel->next_batch, nullptr);
+      release_parcel(cache, parcel);
+    }
+    release_spare_parcels(cache);  // as its exit does: one batch
+    EXPECT_EQ(cache->spare_parcel_count, 0u);
+
+    Parcel* alone = acquire_parcel(nullptr);  // without a cache: one of the batch
+    EXPECT_TRUE(std::binary_search(given.begin(), given.end(), alone));
+    release_parcel(nullptr, alone);  // a batch of its own, on top
+    EXPECT_EQ(acquire_parcel(nullptr), alone);
+    release_parcel(nullptr, alone);
+  }).join();
+  std::sort(taken.begin(), taken.end());
+  EXPECT_EQ(taken, given) << "the second thread received exactly the parcels the first gave up";
 }
 
 // The free mark is the list key in a block's second word. A block in use may
