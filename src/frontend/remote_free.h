@@ -4,7 +4,7 @@
 // freeing thread's outbox, in the parcel for the span's owner (an array of
 // pointers: the block itself is not written). A parcel leaves when it holds
 // 64 blocks, when its slot is needed for another destination, when the
-// outbox's blocks over 512 B reach 1 MiB (frontend/outbox.h), or at the
+// outbox's blocks over 1 KiB reach 1 MiB (frontend/outbox.h), or at the
 // thread's housekeeping (every 16th allocation slow path) or exit. Leaving
 // costs one CAS on the owner's inbox (or one lock acquisition for a span the
 // central cache owns). The owner drains its inbox
