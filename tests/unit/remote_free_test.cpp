@@ -344,6 +344,26 @@ void free_on_another_thread(const std::vector<void*>& blocks) {
   }).join();
 }
 
+// A span's worth of kWordTestSize blocks of a busy thread (the first ones the
+// class's next word holds), with block 1 freed, then taken back onto the
+// allocation word with block 0, which malloc handed out again: block 1 is
+// free but not in the span's bits. Exits the (death-test) thread where the
+// layout is not what the caller relies on.
+constexpr std::size_t kWordTestSize = 512;
+std::vector<void*> blocks_with_block_1_on_the_word(ThreadCache* cache) {
+  const std::size_t cls = size_to_class(kWordTestSize);
+  std::vector<void*> warm;  // whatever the class's current word holds
+  while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kWordTestSize));
+  std::vector<void*> blocks;
+  for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kWordTestSize));
+  if (cache->words[cls].bits != 0) std::exit(3);
+  strata_free(blocks[0]);
+  strata_free(blocks[1]);
+  if (strata_malloc(kWordTestSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
+  if (cache->words[cls].bits == 0) std::exit(5);                 // block 1 waits on it
+  return blocks;
+}
+
 }  // namespace
 
 // A parcel may hold a block twice (another thread freed it twice). Where
@@ -387,17 +407,7 @@ TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsR
   EXPECT_DEATH(
       std::thread([] {
         ThreadCache* cache = busy_cache_without_sampling();
-        constexpr std::size_t kSize = 512;
-        const std::size_t cls = size_to_class(kSize);
-        std::vector<void*> warm;  // whatever the class's current word holds
-        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kSize));
-        std::vector<void*> blocks;
-        for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kSize));
-        if (cache->words[cls].bits != 0) std::exit(3);
-        strata_free(blocks[0]);
-        strata_free(blocks[1]);
-        if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
-        if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
+        std::vector<void*> blocks = blocks_with_block_1_on_the_word(cache);
         free_on_another_thread({blocks[1]});                   // freed again, from another thread
         drain_inbox(cache);
         std::fprintf(stderr, "not caught\n");
@@ -444,20 +454,10 @@ TEST(RemoteFreeDeathTest, ABlockOnItsOwnersWordInsideARunIsReported) {
   EXPECT_DEATH(
       std::thread([] {
         ThreadCache* cache = busy_cache_without_sampling();
-        constexpr std::size_t kSize = 512;
-        const std::size_t cls = size_to_class(kSize);
-        std::vector<void*> warm;  // whatever the class's current word holds
-        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kSize));
-        std::vector<void*> blocks;
-        for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kSize));
-        if (cache->words[cls].bits != 0) std::exit(3);
-        strata_free(blocks[0]);
-        strata_free(blocks[1]);
-        if (strata_malloc(kSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
-        if (cache->words[cls].bits == 0) std::exit(5);         // block 1 waits on it
+        std::vector<void*> blocks = blocks_with_block_1_on_the_word(cache);
         // Block 0 (in use again) and 1-4 in a row, on one page: 1-4 are a run.
         for (int i = 1; i < 5; ++i)
-          if (static_cast<char*>(blocks[i]) != static_cast<char*>(blocks[0]) + i * kSize) std::exit(6);
+          if (static_cast<char*>(blocks[i]) != static_cast<char*>(blocks[0]) + i * kWordTestSize) std::exit(6);
         free_on_another_thread({blocks[0], blocks[1], blocks[2], blocks[3], blocks[4]});
         drain_inbox(cache);
         std::fprintf(stderr, "not caught\n");
