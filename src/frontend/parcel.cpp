@@ -50,27 +50,25 @@ Parcel* next_of(const Parcel* parcel) noexcept { return reinterpret_cast<Parcel*
 }  // namespace
 
 Parcel* acquire_parcel(ThreadCache* cache) noexcept {
-  if (cache != nullptr && cache->spare_parcels == nullptr) {
+  if (cache == nullptr) {  // no cache to keep a batch's rest: it goes back
+    std::uint32_t size = 0;
+    Parcel* first = g_depot.take(size);
+    if (first == nullptr) return g_parcel_pool.create();
+    if (size > 1) g_depot.put(next_of(first), size - 1);
+    first->next = 0;
+    return first;
+  }
+  if (cache->spare_parcels == nullptr) {
     std::uint32_t size = 0;
     cache->spare_parcels = g_depot.take(size);
     cache->spare_parcel_count = size;
+    if (cache->spare_parcels == nullptr) return g_parcel_pool.create();
   }
-  if (cache != nullptr && cache->spare_parcels != nullptr) {
-    Parcel* parcel = cache->spare_parcels;
-    cache->spare_parcels = next_of(parcel);
-    --cache->spare_parcel_count;
-    parcel->next = 0;
-    return parcel;
-  }
-  if (cache == nullptr) {  // no cache for the batch's rest: it goes back
-    std::uint32_t size = 0;
-    if (Parcel* first = g_depot.take(size)) {
-      if (size > 1) g_depot.put(next_of(first), size - 1);
-      first->next = 0;
-      return first;
-    }
-  }
-  return g_parcel_pool.create();
+  Parcel* parcel = cache->spare_parcels;
+  cache->spare_parcels = next_of(parcel);
+  --cache->spare_parcel_count;
+  parcel->next = 0;
+  return parcel;
 }
 
 void release_parcel(ThreadCache* cache, Parcel* parcel) noexcept {
