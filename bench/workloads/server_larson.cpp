@@ -10,7 +10,10 @@
 // over all threads, and the peak of the live bytes (each thread keeps the
 // size of every block in its table beside it and publishes its count every
 // 64 operations, mailboxes count what they hold, and the main thread sums
-// them every 10 ms); bench/run adds the peak RSS.
+// them every 10 ms); bench/run adds the peak RSS. With --ops N every thread
+// stops after N operations instead of after --seconds: with one thread the
+// run is then the same sequence of mallocs and frees every time, for exact
+// instruction counts (valgrind --tool=callgrind) and for timing whole runs.
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -66,16 +69,19 @@ std::size_t server_size(std::mt19937& engine) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bench::Args args(argc, argv, {"threads", "seconds", "slots", "epoch"});
+  bench::Args args(argc, argv, {"threads", "seconds", "slots", "epoch", "ops"});
   const long threads = args.integer("threads", std::thread::hardware_concurrency());
   const double seconds = double(args.integer("seconds", 2000)) / 1000.0;  // given in ms
   const long slots = args.integer("slots", 8192);
   const long epoch = args.integer("epoch", 20000);
+  const long ops = args.integer("ops", 0);  // 0: run for --seconds
 
   std::vector<std::unique_ptr<Mailbox>> mailboxes;
   for (long t = 0; t < threads; ++t) mailboxes.push_back(std::make_unique<Mailbox>(4096));
   std::atomic<bool> stop{false};
   std::atomic<long> started{0};
+  std::atomic<long> finished{0};
+  std::atomic<std::uint64_t> last_finish_ns{0};  // with --ops: when the last thread finished
   std::vector<long> mallocs(static_cast<std::size_t>(threads), 0);
   std::vector<LiveCount> live_counts(static_cast<std::size_t>(threads));
 
@@ -96,7 +102,7 @@ int main(int argc, char** argv) {
       started.fetch_add(1);
       while (started.load() < threads) {
       }
-      for (long op = 0; !stop.load(std::memory_order_relaxed); ++op) {
+      for (long op = 0; ops > 0 ? op < ops : !stop.load(std::memory_order_relaxed); ++op) {
         if (op % epoch == 0) {
           // New load level: the live set will drift towards this many objects.
           long live_target = slots / 8 + static_cast<long>(engine() % (7 * slots / 8 + 1));
@@ -127,6 +133,10 @@ int main(int argc, char** argv) {
       for (void* p : table) std::free(p);
       live_counts[static_cast<std::size_t>(w)].bytes.store(0, std::memory_order_relaxed);
       mine.free_all();
+      const std::uint64_t done = bench::now_ns();
+      for (std::uint64_t seen = last_finish_ns.load(); seen < done && !last_finish_ns.compare_exchange_weak(seen, done);) {
+      }
+      finished.fetch_add(1);
     });
   }
   while (started.load() < threads) {
@@ -134,8 +144,9 @@ int main(int argc, char** argv) {
   std::uint64_t t0 = bench::now_ns();
   const std::uint64_t end = t0 + static_cast<std::uint64_t>(seconds * 1e9);
   double peak_live = 0;
-  for (std::uint64_t now = t0; now < end; now = bench::now_ns()) {
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<std::uint64_t>(end - now, 10000000)));
+  for (std::uint64_t now = t0; ops > 0 ? finished.load() < threads : now < end; now = bench::now_ns()) {
+    const std::uint64_t nap = ops > 0 ? 10000000 : std::min<std::uint64_t>(end - now, 10000000);
+    std::this_thread::sleep_for(std::chrono::nanoseconds(nap));
     long sum = 0;
     for (auto& c : live_counts) sum += c.bytes.load(std::memory_order_relaxed);
     for (auto& m : mailboxes) sum += m->bytes.load(std::memory_order_relaxed);
@@ -143,7 +154,7 @@ int main(int argc, char** argv) {
   }
   stop.store(true);
   for (auto& t : workers) t.join();
-  double elapsed = double(bench::now_ns() - t0) / 1e9;
+  double elapsed = double((ops > 0 ? last_finish_ns.load() : bench::now_ns()) - t0) / 1e9;
   for (auto& m : mailboxes) m->free_all();  // blocks posted after their owner finished
 
   long total = 0;
