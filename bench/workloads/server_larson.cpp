@@ -14,6 +14,7 @@
 // stops after N operations instead of after --seconds: with one thread the
 // run is then the same sequence of mallocs and frees every time, for exact
 // instruction counts (valgrind --tool=callgrind) and for timing whole runs.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -81,7 +82,10 @@ int main(int argc, char** argv) {
   std::atomic<bool> stop{false};
   std::atomic<long> started{0};
   std::atomic<long> finished{0};
-  std::atomic<std::uint64_t> last_finish_ns{0};  // with --ops: when the last thread finished
+  // With --ops each thread's own start and finish: a short run can end
+  // before the main thread even reads the clock.
+  std::vector<std::uint64_t> start_ns(static_cast<std::size_t>(threads), 0);
+  std::vector<std::uint64_t> finish_ns(static_cast<std::size_t>(threads), 0);
   std::vector<long> mallocs(static_cast<std::size_t>(threads), 0);
   std::vector<LiveCount> live_counts(static_cast<std::size_t>(threads));
 
@@ -102,6 +106,7 @@ int main(int argc, char** argv) {
       started.fetch_add(1);
       while (started.load() < threads) {
       }
+      start_ns[static_cast<std::size_t>(w)] = bench::now_ns();
       for (long op = 0; ops > 0 ? op < ops : !stop.load(std::memory_order_relaxed); ++op) {
         if (op % epoch == 0) {
           // New load level: the live set will drift towards this many objects.
@@ -133,9 +138,7 @@ int main(int argc, char** argv) {
       for (void* p : table) std::free(p);
       live_counts[static_cast<std::size_t>(w)].bytes.store(0, std::memory_order_relaxed);
       mine.free_all();
-      const std::uint64_t done = bench::now_ns();
-      for (std::uint64_t seen = last_finish_ns.load(); seen < done && !last_finish_ns.compare_exchange_weak(seen, done);) {
-      }
+      finish_ns[static_cast<std::size_t>(w)] = bench::now_ns();
       finished.fetch_add(1);
     });
   }
@@ -154,7 +157,9 @@ int main(int argc, char** argv) {
   }
   stop.store(true);
   for (auto& t : workers) t.join();
-  double elapsed = double((ops > 0 ? last_finish_ns.load() : bench::now_ns()) - t0) / 1e9;
+  const double elapsed = ops > 0 ? double(*std::max_element(finish_ns.begin(), finish_ns.end()) -
+                                          *std::min_element(start_ns.begin(), start_ns.end())) / 1e9
+                                 : double(bench::now_ns() - t0) / 1e9;
   for (auto& m : mailboxes) m->free_all();  // blocks posted after their owner finished
 
   long total = 0;
