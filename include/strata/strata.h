@@ -79,7 +79,7 @@ STRATA_API size_t strata_release_free_memory(void);
 typedef struct strata_class_stats {
   size_t block_size;     /* bytes per block */
   size_t blocks_in_use;  /* handed to the program (and not yet freed back) */
-  size_t blocks_cached;  /* free, held aside by thread caches */
+  size_t blocks_cached;  /* free, in thread caches' lists */
   size_t blocks_free_in_spans; /* free inside spans (central and owned) */
   size_t spans;          /* spans of this class */
 } strata_class_stats;
@@ -90,7 +90,7 @@ typedef struct strata_stats_t {
   size_t in_use_bytes;         /* bytes of blocks the program holds (block sizes) */
   size_t large_in_use_bytes;   /* of which blocks that are spans of their own (whole spans) */
   size_t small_span_bytes;     /* pages cut into size-class blocks */
-  size_t thread_cache_bytes;   /* free blocks held aside by thread caches */
+  size_t thread_cache_bytes;   /* free blocks in thread caches */
   size_t in_transit_bytes;     /* freed blocks on their way to their owner */
   size_t span_free_bytes;      /* free blocks inside small spans */
   size_t page_heap_free_bytes; /* free pages still backed by memory */

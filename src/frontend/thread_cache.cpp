@@ -827,7 +827,7 @@ __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std
 // 5 more instructions per malloc on the server, 4.7 per pair on the burst
 // (docs/design.md, *2026-11-26 (night)* and *2026-11-27*). Anything else
 // (no span, parked pages): nullptr, and refill decides. Apart from
-// take_next_word, which it would otherwise lengthen for every word.
+// take_next_word, so that its early exits stay without a stack frame.
 __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
   if (partial.empty()) return nullptr;
@@ -843,7 +843,7 @@ __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, st
 // of free blocks worth taking and nothing else is due (no housekeeping, no
 // inbox to drain, no sample, the word's bytes do not reach the next
 // sampling point). Any of those: nullptr, and allocate_slow does the whole
-// work.
+// work. A leaf function of its own: few registers, no stack frame.
 __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   ThreadCache* cache = t_cache;  // the static caches own no span: current is null
   Span* span = cache->current[cls];
