@@ -32,7 +32,7 @@ struct Totals {
   std::uint64_t out[kNumClasses] = {};       // blocks out of spans (thread-owned and unowned)
   std::uint64_t free[kNumClasses] = {};      // free blocks inside spans (their bits)
   std::uint64_t spans[kNumClasses] = {};
-  std::uint64_t cached[kNumClasses] = {};    // held aside by their owners (not on their spans' bits)
+  std::uint64_t cached[kNumClasses] = {};    // on allocation words
   std::uint64_t transit[kNumClasses] = {};   // in outboxes and inboxes
   std::uint64_t parked_bytes = 0;
   std::uint64_t max_inbox_items = 0;         // see add_inbox
@@ -50,11 +50,6 @@ void add_span(const Span* span, void* context) {
   const std::uint32_t capacity = peek(span->capacity);
   std::uint32_t countdown = peek(span->countdown);
   std::uint32_t out = peek(span->sleeping) ? capacity - (size_class_build::wake_frees_for(capacity) - countdown) : countdown;
-  if (peek(span->word_in_place)) {  // a current span: its countdown counts frees until a recount
-    std::uint32_t free = 0;
-    for (std::uint32_t w = 0; w < (capacity + 63) / 64 && w < kFreeWords; ++w) free += count_bits(peek(span->free_bits[w]));
-    out = capacity - free;  // its owner's held bits count as out here and as cached (add_cache)
-  }
   if (out > capacity) out = capacity;
   totals->out[cls] += out;
   totals->free[cls] += capacity - out;
@@ -102,7 +97,7 @@ void add_cache(ThreadCache* cache, void* context) {
   if (cache->life == ThreadCache::Life::kAlive) ++totals->threads;
   totals->remote_frees += peek(cache->stats.remote_frees);
   totals->remote_batches += peek(cache->stats.batches_sent);
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) totals->cached[cls] += count_bits(peek(cache->current_count[cls].held));
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) totals->cached[cls] += count_bits(peek(cache->words[cls].bits));
   for (const OutboxSlot& slot : cache->outbox.slots)
     if (const Parcel* parcel = peek(slot.parcel)) add_parcel(parcel, totals);
   add_inbox(cache->inbox, totals);

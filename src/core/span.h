@@ -19,17 +19,14 @@
 // blocks the program never wrote cost no memory, a freed block's line is
 // never touched again by the allocator, and a heap overflow cannot reach
 // the allocator's metadata. A free block is in exactly one of two places:
-// the span's bits, or, for its owner's current span, bits the owner holds
-// aside (frontend/thread_cache.h: the allocation word reads the span's bits
-// in place, and the page rules keep some of them from it for a while).
+// the span's bits, or its owner's allocation word for the class (a word of
+// bits the owner took from the span, frontend/thread_cache.h).
 //
-// Counting invariant (the one the tests check), for an awake span that is
-// not its owner's current one:
+// Counting invariant (the one the tests check), for an awake span:
 //   countdown (blocks out) + popcount(free_bits) == capacity
-// where "out" means in use by the program or travelling back to the owner.
-// A sleeping span counts frees until it wakes instead (below), and the
-// current span counts frees until its owner recounts it from its bits
-// (word_in_place).
+// where "out" means in use by the program, on the owner's allocation word,
+// or travelling back to the owner. A sleeping span counts frees until it
+// wakes instead (below).
 #pragma once
 
 #include <atomic>
@@ -104,11 +101,6 @@ struct Span {
   std::uint64_t free_bits[kFreeWords] = {};
   std::uint64_t parked_units = 0;  // bit u: unit u's pages were given back (all its blocks free)
   std::uint8_t unit_shift = 0;     // parked units are 1 << unit_shift bytes
-  // Its owner's current span for its class: the allocation word is one of
-  // its bit words in place, and `countdown` counts frees until the owner
-  // recounts it (frontend/thread_cache.h), not blocks out. Read by the
-  // slow paths and statistics only.
-  bool word_in_place = false;
 
   // --- line 4: lists and the page heap's free structures -----------------
   // list links: page heap bucket, central partial list, owner's lists

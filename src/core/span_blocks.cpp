@@ -53,6 +53,18 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   span->unit_shift = static_cast<std::uint8_t>(shift);
 }
 
+bool return_free_bits(Span* span, std::uint32_t word, std::uint64_t bits) noexcept {
+  if (bits == 0) return false;
+  std::uint64_t& slot = span->free_bits[word];
+  if ((slot & bits) != 0) {
+    std::uint64_t index = std::uint64_t{word} * 64 + static_cast<std::uint64_t>(__builtin_ctzll(slot & bits));
+    block_freed_twice(block_at(span, index));
+  }
+  slot |= bits;
+  span->countdown -= count_bits(bits);
+  return span->countdown == 0;
+}
+
 void* take_one_block(Span* span) noexcept {
   TakenWord taken;
   if (!choose_free_word(span, false, taken)) return nullptr;

@@ -50,43 +50,15 @@ inline std::uint32_t span_wake_frees(const Span* span) noexcept {
   return size_class_build::wake_frees_for(span->capacity);
 }
 
-// Words of free bits the span's blocks use.
-inline std::uint32_t span_words(const Span* span) noexcept { return (span->capacity + 63) / 64; }
-
-// Free blocks in the span's bits, counted: the words in the span's first
-// line always (no bit is set past the last block), the other four only for
-// spans of more than 256 blocks (whose line they are). With popcnt, one
-// instruction and one add per word, no loop: every look at an owner's
-// current span counts them (frontend/thread_cache.cpp).
-inline std::uint32_t count_free_bits(const Span* span) noexcept {
-  const std::uint64_t* bits = span->free_bits;
-  static_assert(kFreeWords == 8, "four words per line, two lines");
-#if defined(__x86_64__)
-  if (__builtin_expect(g_hot.has_popcnt, 1)) {
-    auto popcnt = [](const std::uint64_t& word) {
-      std::uint64_t n;
-      asm("popcntq %1, %0" : "=r"(n) : "m"(word) : "cc");
-      return n;
-    };
-    std::uint64_t free = popcnt(bits[0]) + popcnt(bits[1]) + popcnt(bits[2]) + popcnt(bits[3]);
-    if (span->capacity > 256) free += popcnt(bits[4]) + popcnt(bits[5]) + popcnt(bits[6]) + popcnt(bits[7]);
-    return static_cast<std::uint32_t>(free);
-  }
-#endif
-  std::uint32_t free = 0;  // no popcnt: shifts and masks, inline (a call here costs every look its registers)
-  for (std::size_t w = 0; w < kFreeWords; ++w) free += count_bits(bits[w]);
-  return free;
-}
-
-// Blocks out of the span (see core/span.h): counted for an awake span,
-// derived from the frees still awaited for a sleeping one, from the bits
-// for its owner's current span (whose countdown counts something else).
+// Blocks out of the span (see core/span.h), awake or sleeping.
 inline std::uint32_t span_allocated(const Span* span) noexcept {
-  if (span->word_in_place) return span->capacity - count_free_bits(span);
   if (!span->sleeping) return span->countdown;
   // Asleep: every block is out but the `wake_frees - countdown` freed since.
   return span->capacity - (span_wake_frees(span) - span->countdown);
 }
+
+// Words of free bits the span's blocks use.
+inline std::uint32_t span_words(const Span* span) noexcept { return (span->capacity + 63) / 64; }
 
 // Free blocks in the span's bits.
 inline std::uint32_t span_free_count(const Span* span) noexcept { return span->capacity - span_allocated(span); }
@@ -189,9 +161,7 @@ inline constexpr std::size_t kReuseFirstSize = 1024;
 //     program that frees and allocates one 20 KiB buffer over and over
 //     keeps reusing it, instead of walking through the span's 16).
 // Blocks of at most 64 B: a word spans at most two OS pages anyway. False
-// when the span has no free block. Changes nothing: take_word commits (or,
-// for an owner's current span, the allocation word reads these bits in
-// place and holds the others aside).
+// when the span has no free block. Changes nothing: take_word commits.
 inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) noexcept {
   const std::uint32_t words = span_words(span);
   std::uint32_t w = 0;
@@ -220,22 +190,27 @@ inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken) 
   return true;
 }
 
-// The chosen bits' blocks may be handed out from now on: the blocks from
-// `fresh_from` on that they reach are no longer never-used, and parked
-// units they overlap are forgotten (their pages fault back in).
-inline void mark_reachable(Span* span, const TakenWord& taken) noexcept {
+// Takes the chosen bits out of the span: their blocks count as out.
+inline void take_word(Span* span, const TakenWord& taken, std::uint32_t blocks) noexcept {
+  span->free_bits[taken.word] &= ~taken.bits;
+  span->countdown += blocks;
   std::uint32_t end = taken.word * 64 + 64 - static_cast<std::uint32_t>(__builtin_clzll(taken.bits));
   if (end > span->fresh_from) span->fresh_from = static_cast<std::uint16_t>(end);
   if (__builtin_expect(span->any_parked, 0))
     unpark_blocks(span, taken.word * 64 + static_cast<std::uint32_t>(__builtin_ctzll(taken.bits)), end);
 }
 
-// Takes the chosen bits out of the span: their blocks count as out.
-inline void take_word(Span* span, const TakenWord& taken, std::uint32_t blocks) noexcept {
-  span->free_bits[taken.word] &= ~taken.bits;
-  span->countdown += blocks;
-  mark_reachable(span, taken);
+// choose_free_word and take_word at once.
+inline bool take_free_word(Span* span, TakenWord& taken, bool one_page = false) noexcept {
+  if (!choose_free_word(span, one_page, taken)) return false;
+  take_word(span, taken, count_bits(taken.bits));
+  return true;
 }
+
+// Gives back what is left of a taken word (`bits` of word `word`): true when
+// the countdown reached 0 (an awake span became empty). A bit already set
+// is a block freed while it was on the word (a double free): reported.
+bool return_free_bits(Span* span, std::uint32_t word, std::uint64_t bits) noexcept;
 
 // Takes the lowest free block (central cache: one block at a time); the
 // span must have one.
@@ -326,10 +301,9 @@ inline void sleep_span(Span* span) noexcept {
 void format_small_span(Span* span, std::size_t cls) noexcept;
 
 // A span whose counts say every block came back: are all its bits set? A
-// block still in use means some other block was freed twice where its bit
-// could not tell (held aside by its owner and handed out again before the
-// owner looked, frontend/thread_cache.cpp, check_held); reported. One
-// popcount per word, only when a span empties.
+// block still in use means some other block was freed twice while it sat
+// on its owner's allocation word (the one double free the bits cannot
+// see at once); reported. One popcount per word, only when a span empties.
 void verify_empty_span(const Span* span) noexcept;
 
 // --- parked units: pages of a partly used span given back to the OS ----------

@@ -1,6 +1,6 @@
 // Checking mode's checks of a free. (The default mode's double-free checks
-// are a block's bit in its span, core/span_blocks.h, and the bits its
-// owner holds aside, frontend/thread_cache.cpp.) Reports go through
+// are a block's bit in its span, core/span_blocks.h, and the owner's
+// allocation word, frontend/thread_cache.cpp.) Reports go through
 // core/diagnostics.h and abort.
 //
 // Checking mode (STRATA_CHECK=1): every free of a small block is checked for

@@ -8,9 +8,7 @@
 // thread's housekeeping (every 16th allocation slow path) or exit. Leaving
 // costs one CAS on the owner's inbox (or one lock acquisition for a span the
 // central cache owns). The owner drains its inbox
-// with one exchange on its allocation slow path: whenever one of its
-// allocation words runs empty, and at the next malloc of a class whose
-// current span was recounted (every 128 frees of it) while mail waited.
+// with one exchange whenever one of its allocation words runs empty.
 //
 // Neither side ever touches a span it does not own, so same-thread frees
 // need no atomics and remote frees cost one atomic per parcel.

@@ -37,7 +37,7 @@ constexpr std::uint32_t kYoungAllocations = 256;
 constexpr std::uint32_t kYoungRemoteFrees = 64;
 
 // A thread that has taken fewer spans than this is not busy yet: an
-// allocation word holds the blocks of one OS page at most (choose_free_word).
+// allocation word holds the blocks of one OS page at most (take_free_word).
 constexpr std::uint32_t kBusySpans = 64;
 // A class over kOwnSpanOver bytes gets a span in a thread only after
 // the thread asked for it this many times; until then each block is a span
@@ -66,7 +66,6 @@ pthread_key_t g_exit_key;
 }  // namespace
 
 constinit HotSettings g_hot;
-constinit std::uint64_t g_no_free_blocks = 0;
 
 // initial-exec: one %fs-relative load, no __tls_get_addr call.
 // t_cache is what the fast paths use; t_live_cache is the thread's own cache
@@ -252,217 +251,84 @@ inline void put_to_sleep(ThreadCache* cache, Span* span) noexcept {
   cache->sleeping[span->owner_class].push(span);
 }
 
-// --- the current span: its bits read in place ---------------------------------------
-
-// Frees of a current span between two of its recounts (span_countdown_hit).
-// A recount is a step towards housekeeping, so that a thread whose mallocs
-// and frees all meet in its current words (never emptying one, never
-// reaching a slow path otherwise) still keeps time, as one whose words run
-// dry every 64 mallocs does; it looks at the span (a popcount per word)
-// only when heap profiling's next point may be near, and at the latest
-// every kFreesPerLook frees.
-constexpr std::uint32_t kFreesPerRecount = 128;
-constexpr std::uint32_t kFreesPerLook = 1u << 20;
-
-// The held bits of the current span's word, checked: a block freed while
-// held aside (the page rules hold never-used blocks, a sampling cut blocks
-// past its point) is a double free or a pointer strata never handed out.
-// Caught while its bit is set in the word; once malloc has handed it out,
-// nothing tells it from a block freed once (checking mode catches that).
-[[noreturn, gnu::cold, gnu::noinline]] void held_block_freed(const Span* span, std::uint32_t w, std::uint64_t both) noexcept {
-  report_misuse(block_at(span, std::uint64_t{w} * 64 + static_cast<std::uint64_t>(__builtin_ctzll(both))),
-                "double free (freed while its thread held it aside)");
-}
-void check_held(const ThreadCache* cache, std::size_t cls, const Span* span) noexcept {
-  const std::uint64_t held = cache->current_count[cls].held;
-  const std::uint32_t w = cache->words[cls].span_word;
-  if (const std::uint64_t both = span->free_bits[w] & held; __builtin_expect(both != 0, 0))
-    held_block_freed(span, w, both);
-}
-
-// The held bits go back into the current span's word (checked by the look
-// before): before the word is chosen again, or the span stops being current.
-void restore_held(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  CurrentSpanCount& count = cache->current_count[cls];
-  span->free_bits[cache->words[cls].span_word] |= count.held;
-  count.held = 0;
-}
-
-// The current span's free blocks right after a look at it (account_current,
-// make_current, arm_recount), with only frees since: each set a bit and
-// counted down.
-std::uint32_t current_free(const ThreadCache* cache, std::size_t cls, const Span* span) noexcept {
-  const CurrentSpanCount& count = cache->current_count[cls];
-  return count.free_then + (count.countdown_then - span->countdown);
-}
-
-// A look at the current span: its held bits are checked, and the blocks
-// handed out since the last look (mallocs take bits, frees set them and
-// count down, so they are the fall in free blocks plus the frees) are
-// counted against the sampling countdown (profile/sampler.h), beyond those
-// counted beforehand (prepaid). Returns the span's free blocks.
-__attribute__((always_inline)) inline std::uint32_t account_current(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  check_held(cache, cls, span);
-  CurrentSpanCount& count = cache->current_count[cls];
-  const std::uint32_t free = count_free_bits(span) + count_bits(count.held);
-  const std::uint64_t handed = static_cast<std::uint64_t>(static_cast<std::int64_t>(count.free_then) - free +
-                                                          (count.countdown_then - span->countdown));
-  count.free_then = free;
-  count.countdown_then = span->countdown;
-  if (handed <= count.prepaid) {
-    count.prepaid -= handed;
-    return free;
-  }
-  const std::uint64_t unpaid = handed - count.prepaid;
-  count.prepaid = 0;
-  t_bytes_until_sample -= static_cast<std::int64_t>(unpaid * class_size(cls));
-  return free;
-}
-
-// The next look at the current span comes after `frees` frees of it (at
-// most kFreesPerLook), in recounts of at most kFreesPerRecount. Right after
-// a look, with only frees since.
-void arm_recount(ThreadCache* cache, std::size_t cls, Span* span, std::uint64_t frees) noexcept {
-  CurrentSpanCount& count = cache->current_count[cls];
-  count.free_then = current_free(cache, cls, span);
-  count.frees_until_look = static_cast<std::uint32_t>(frees < kFreesPerLook ? frees : kFreesPerLook);
-  span->countdown = std::min(count.frees_until_look, kFreesPerRecount);
-  count.countdown_then = span->countdown;
-}
-
-// Holds aside the blocks of the class's allocation word from its `keep`-th
-// on: the word ends before a sampling point.
-void cut_word(ThreadCache* cache, std::size_t cls, std::uint64_t keep) noexcept {
-  std::uint64_t& slot = *cache->words[cls].bits;
-  std::uint64_t kept = 0, rest = slot;
-  for (std::uint64_t i = 0; i < keep && rest != 0; ++i) {
-    kept |= rest & (~rest + 1);  // the lowest bit
-    rest &= rest - 1;
-  }
-  slot = kept;
-  cache->current_count[cls].held |= rest;
-}
-
-// The class's mallocs that may still take blocks before the next sampling
-// point: those counted already (prepaid) and the whole blocks the sampling
-// countdown has room for.
-std::uint64_t blocks_before_point(const ThreadCache* cache, std::size_t cls) noexcept {
-  const std::int64_t left = t_bytes_until_sample;
-  return cache->current_count[cls].prepaid + (left > 0 ? static_cast<std::uint64_t>(left) / class_size(cls) : 0);
-}
-
-// Frees until the next look such that mallocs cannot pass `allowed` blocks
-// before it: the word holds `on_word` of them (at most `allowed`), and each
-// free before the one that triggers the look may put one more on it.
-std::uint64_t frees_within(std::uint64_t allowed, std::uint64_t on_word) noexcept { return allowed - on_word + 1; }
-
-// Fits the class's allocation word to the next sampling point, right after
-// a look: the word holds no more blocks than may be handed out before the
-// point (the rest held aside), and the next look comes before frees could
-// put more on it. Heap profiling's sampled allocation is thus the one its
-// point falls in, as it is for blocks counted one by one, although blocks
-// freed into the word are handed out again without a slow path. True when
-// the point falls in the class's next malloc: the word is then empty (held
-// aside) and that malloc samples (sample_pending).
-bool fit_to_next_point(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  CurrentSpanCount& count = cache->current_count[cls];
-  const std::size_t size = class_size(cls);
-  AllocWord& word = cache->words[cls];
-  if (count.prepaid == 0 && t_bytes_until_sample < static_cast<std::int64_t>(size)) {
-    if (sampling_point_in(size)) {
-      if (word.bits != &g_no_free_blocks) cut_word(cache, cls, 0);
-      cache->sample_pending[cls >> 6] |= std::uint64_t{1} << (cls & 63);
-      arm_recount(cache, cls, span, 1);
-      return true;
-    }
-    count.prepaid = 1;  // counted, not sampled (profiling off, a thread arming, the profiler's own)
-  }
-  // Near the point the word keeps half of what may still be handed out:
-  // the looks before it halve the distance, a handful per sample rather
-  // than one per free.
-  const std::uint64_t allowed = blocks_before_point(cache, cls);
-  std::uint64_t on_word = count_bits(*word.bits);
-  if (on_word > allowed / 2 && on_word > 1) {
-    on_word = allowed / 2 > 1 ? allowed / 2 : 1;
-    cut_word(cache, cls, on_word);
-  }
-  arm_recount(cache, cls, span, frees_within(allowed, on_word));
-  return false;
-}
-
-// `span` (awake, off every list, its countdown its blocks out) becomes the
-// class's current span; no word reads it yet.
-void make_current(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  cache->current[cls] = span;
-  span->word_in_place = true;
-  CurrentSpanCount& count = cache->current_count[cls];
-  count.held = 0;
-  count.free_then = span->capacity - span->countdown;
-  count.countdown_then = span->countdown;
-  arm_recount(cache, cls, span, kFreesPerRecount);
-}
-
-// The current span stops being current, right after a look (only frees
-// since): its held bits go back, and its countdown counts blocks out again.
-// The caller files it.
-Span* leave_current(ThreadCache* cache, std::size_t cls) noexcept {
-  Span* span = cache->current[cls];
-  restore_held(cache, cls, span);
-  span->countdown = span->capacity - current_free(cache, cls, span);
-  span->word_in_place = false;
-  cache->words[cls].bits = &g_no_free_blocks;
-  cache->current[cls] = nullptr;
-  return span;
-}
-
-// The same with a look of its own (flushes, thread exit).
-Span* settle_current(ThreadCache* cache, std::size_t cls) noexcept {
-  account_current(cache, cls, cache->current[cls]);
-  return leave_current(cache, cls);
-}
-
-// Points the class's allocation word at word `taken.word` of the current
-// span, in place; its free bits outside `taken.bits` are held aside (the
-// page rules of choose_free_word). No bits are held now (restore_held).
+// Makes `taken` (bits of `span`, the class's current span) the class's
+// allocation word.
 void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken) noexcept {
   AllocWord& word = cache->words[cls];
-  std::uint64_t& slot = span->free_bits[taken.word];
-  cache->current_count[cls].held = slot & ~taken.bits;
-  slot = taken.bits;
-  word.bits = &slot;
+  word.bits = taken.bits;
   word.base = taken.base;
   word.span_word = taken.word;
-  mark_reachable(span, taken);
   ++cache->stats.words_taken;
   span->used_epoch = cache->scavenge_epoch;
 }
 
 // Makes the class's allocation word non-empty from the current span: its
-// lowest word of free bits, in O(1). A span with too few free blocks to be
-// worth a slow path (fewer than wake_frees) sleeps while other spans have
-// more, and the next span becomes current. Right after a look at the
-// current span (allocate_slow). Returns how many blocks the word holds; 0
-// when the OS refuses memory.
+// lowest word of free bits, taken in O(1). A span with too few free blocks
+// to be worth a slow path (fewer than wake_frees) sleeps while other spans
+// have more, and the next span becomes current. Returns how many blocks the
+// word holds; 0 when the OS refuses memory.
 std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
   for (;;) {
-    if (Span* span = cache->current[cls]) {
-      const std::uint32_t free = current_free(cache, cls, span);
+    Span* span = cache->current[cls];
+    if (span != nullptr) {
+      std::uint32_t free = span->capacity - span->countdown;
       if (free >= span_wake_frees(span) || (free != 0 && cache->partial[cls].empty())) {
-        restore_held(cache, cls, span);
         TakenWord taken;
-        if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken)) return 0;  // cannot happen: free != 0
+        if (!take_free_word(span, taken, cache->spans_taken < kBusySpans)) return 0;  // cannot happen: free != 0
         install_word(cache, cls, span, taken);
         return count_bits(taken.bits);
       }
-      put_to_sleep(cache, leave_current(cache, cls));
+      put_to_sleep(cache, span);
+      cache->current[cls] = nullptr;
     }
-    Span* span = next_span(cache, cls);
+    span = next_span(cache, cls);
     if (span == nullptr) return 0;
-    make_current(cache, cls, span);
+    cache->current[cls] = span;
   }
 }
 
-// --- heap profiling: the sampled allocation ---------------------------------------
+// --- heap profiling: counting allocation words ---------------------------------------
+
+// Gives back the blocks of the class's allocation word from its `keep`-th on
+// to the current span: the word ends before the sampled allocation.
+void cut_word(ThreadCache* cache, std::size_t cls, std::uint64_t keep) noexcept {
+  AllocWord& word = cache->words[cls];
+  std::uint64_t kept = 0, rest = word.bits;
+  for (std::uint64_t i = 0; i < keep && rest != 0; ++i) {
+    kept |= rest & (~rest + 1);  // the lowest bit
+    rest &= rest - 1;
+  }
+  word.bits = kept;
+  // The current span: an empty countdown needs no action.
+  return_free_bits(cache->current[cls], cache->words[cls].span_word, rest);
+}
+
+// Counts a word the slow path just took against the sampling countdown
+// (profile/sampler.h), in O(1) unless a sampling point falls inside it: then
+// the word is cut before the block at that point, and the malloc that finds
+// it empty is the sampled one (sample_pending). Every block handed out by
+// the fast path was counted here: frees never refill these words.
+void count_for_sampling(ThreadCache* cache, std::size_t cls, std::uint64_t blocks) noexcept {
+  const std::uint64_t size = class_size(cls);
+  std::uint64_t counted = 0;
+  while (counted < blocks) {
+    std::int64_t left = t_bytes_until_sample;
+    std::uint64_t rest = (blocks - counted) * size;
+    if (left >= 0 && static_cast<std::uint64_t>(left) >= rest) {
+      t_bytes_until_sample = left - static_cast<std::int64_t>(rest);
+      return;
+    }
+    // The point falls in the block after the `before` ones that fit.
+    std::uint64_t before = left <= 0 ? 0 : static_cast<std::uint64_t>(left) / size;
+    t_bytes_until_sample = left - static_cast<std::int64_t>(before * size);
+    if (sampling_point_in(size)) {
+      cut_word(cache, cls, counted + before);
+      cache->sample_pending[cls >> 6] |= std::uint64_t{1} << (cls & 63);
+      return;
+    }
+    counted += before + 1;  // not sampled (profiling off, a new thread arming): count on
+  }
+}
 
 bool take_sample_pending(ThreadCache* cache, std::size_t cls) noexcept {
   std::uint64_t bit = std::uint64_t{1} << (cls & 63);
@@ -471,34 +337,22 @@ bool take_sample_pending(ThreadCache* cache, std::size_t cls) noexcept {
   return true;
 }
 
-// Files the current span as an ordinary partial span (or empty one).
-void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
-  if (cache->current[cls] == nullptr) return;
-  Span* span = settle_current(cache, cls);
-  cache->partial[cls].push(span);
-  if (span->countdown == 0) span_emptied(cache, span);
+// Puts the blocks still on the allocation word back in the current span
+// (thread exit, flushes; the span's countdown may reach 0: the caller looks).
+void return_alloc_word(ThreadCache* cache, std::size_t cls) noexcept {
+  AllocWord& word = cache->words[cls];
+  std::uint64_t bits = word.bits;
+  word.bits = 0;
+  if (Span* span = cache->current[cls]) return_free_bits(span, cache->words[cls].span_word, bits);
 }
 
-// The current span's countdown ran out: the next recount armed, after a
-// look at the span when one is due (heap profiling's count of the blocks
-// handed out again).
-void recount_current(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  CurrentSpanCount& count = cache->current_count[cls];
-  const std::uint32_t since_look = count.countdown_then;  // frees since the look: the countdown is 0
-  if (since_look < count.frees_until_look) {
-    span->countdown = std::min(count.frees_until_look - since_look, kFreesPerRecount);
-    count.countdown_then = since_look + span->countdown;
-  } else {
-    account_current(cache, cls, span);
-    fit_to_next_point(cache, cls, span);
-  }
-  // Mail waits: the class's next malloc takes the slow path, which drains
-  // it (a thread whose words never run dry still drains every 128 frees).
-  if (!cache->inbox.empty()) cache->words[cls].bits = &g_no_free_blocks;
-  if (--cache->slow_until_housekeeping < 0) {
-    cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
-    housekeeping(cache);
-  }
+// Files the current span as an ordinary partial span (or empty one).
+void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
+  Span* span = cache->current[cls];
+  if (span == nullptr) return;
+  cache->current[cls] = nullptr;
+  cache->partial[cls].push(span);
+  if (span->countdown == 0) span_emptied(cache, span);
 }
 
 }  // namespace
@@ -513,9 +367,20 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     cache->partial[cls].push(span);
     return;
   }
-  // The current span's countdown counts frees until its next recount.
-  if (span == cache->current[cls]) return recount_current(cache, cls, span);
-  // Every block came back.
+  // Every block came back. The current span stays current (its bits feed
+  // the next allocation word); any other goes. Blocks still on the word
+  // count as out: a current span cannot empty while its word holds any,
+  // unless one of them was freed (a double free the bit could not see).
+  if (span == cache->current[cls]) {
+    const AllocWord& word = cache->words[cls];
+    if (word.bits != 0) {
+      std::uint64_t both = word.bits & span->free_bits[cache->words[cls].span_word];
+      std::uint64_t which = static_cast<std::uint64_t>(__builtin_ctzll(both != 0 ? both : word.bits));
+      report_misuse(reinterpret_cast<void*>(word.base + which * word.size),
+                    "double free (freed again while it waited on its thread's allocation word)");
+    }
+    return;
+  }
   span_emptied(cache, span);
   // A program that only frees still gives memory back on time.
   if (--cache->slow_until_housekeeping < 0) {
@@ -529,10 +394,17 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
 namespace {
 
 // A block another thread freed, of `span`, which `cache` owns: its bit is
-// set, as free_owned does. True when the span's countdown ran out (the span
+// set, as free_owned does, after a check free_owned cannot make: a block
+// on the cache's allocation word is free already. One multiply gives the
+// block's place for both. True when the span's countdown ran out (the span
 // may have gone back to the page heap or woken up since).
 bool receive_owned(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (__builtin_expect(set_free_bit_at(span, place_of(span, block)), 0) && STRATA_CHECK_DOUBLE_FREE) {
+  const BlockPlace place = place_of(span, block);
+  const std::size_t cls = span->owner_class;
+  const AllocWord& word = cache->words[cls];  // the word's bit first: most often clear, one test
+  if (((word.bits >> place.bit) & 1) != 0 && cache->current[cls] == span && place.word == word.span_word)
+    block_freed_twice(block);
+  if (__builtin_expect(set_free_bit_at(span, place), 0) && STRATA_CHECK_DOUBLE_FREE) {
     block_freed_twice(block);
     return true;
   }
@@ -578,7 +450,7 @@ void receive_block(ThreadCache* cache, void* block) noexcept {
 // checked with it, counted with one subtraction, and stopped short of the
 // block that would wake or empty the span. Returns how many it took (0:
 // none; the caller takes block i on its own).
-__attribute__((noinline)) std::uint32_t receive_run(Span* span, const Parcel* parcel,
+__attribute__((noinline)) std::uint32_t receive_run(ThreadCache* cache, Span* span, const Parcel* parcel,
                                                     std::uint32_t i, std::uint32_t count, std::uint64_t size) noexcept {
   const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(parcel->blocks[i]);
   const BlockPlace place = place_of(span, parcel->blocks[i]);
@@ -596,8 +468,13 @@ __attribute__((noinline)) std::uint32_t receive_run(Span* span, const Parcel* pa
     n = span->countdown - 1;
   }
   const std::uint64_t mask = (n == 64 ? ~std::uint64_t{0} : ((std::uint64_t{1} << n) - 1)) << place.bit;
+  const std::size_t cls = span->owner_class;
+  const AllocWord& word = cache->words[cls];
+  std::uint64_t twice = 0;  // receive_owned's allocation-word test, for a mask (a shared helper
+                            // cost that path a shift: 2 instructions per pair, callgrind)
+  if ((word.bits & mask) != 0 && cache->current[cls] == span && place.word == word.span_word) twice = word.bits & mask;
   const std::uint64_t old = span->free_bits[place.word];
-  const std::uint64_t twice = STRATA_CHECK_DOUBLE_FREE ? old & mask : 0;
+  if (STRATA_CHECK_DOUBLE_FREE) twice |= old & mask;
   if (__builtin_expect(twice != 0, 0))
     block_freed_twice(reinterpret_cast<void*>(first + (__builtin_ctzll(twice) - place.bit) * size));
   span->free_bits[place.word] = old | mask;
@@ -634,7 +511,7 @@ void receive_parcel(ThreadCache* cache, const Parcel* parcel) noexcept {
     } else if (const std::uint64_t size = cache->words[span->owner_class].size;
                i + 1 < count &&
                reinterpret_cast<std::uintptr_t>(parcel->blocks[i + 1]) == reinterpret_cast<std::uintptr_t>(block) + size) {
-      if (const std::uint32_t taken = receive_run(span, parcel, i, count, size)) {
+      if (const std::uint32_t taken = receive_run(cache, span, parcel, i, count, size)) {
         i += taken - 1;
         known_page = 0;  // the run may have ended on another page of the span
         continue;
@@ -732,7 +609,10 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
   drain_inbox(cache);
   std::size_t released = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    retire_current(cache, cls);
+    if (cache->current[cls] != nullptr) {
+      return_alloc_word(cache, cls);
+      retire_current(cache, cls);
+    }
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.head; span != nullptr;) {
       Span* next = span->next;
@@ -801,40 +681,40 @@ ThreadCache* create_cache() noexcept;
 namespace {
 
 // The end of take_next_word: a word of `span` (the class's current span,
-// just looked at, worth a word) becomes the allocation word, unless a
-// sampling point falls in it (fit_to_next_point's case); the first block
-// is handed out.
+// worth a word) becomes the allocation word, unless a sampling point falls
+// in it; the first block is handed out.
 __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  restore_held(cache, cls, span);
   TakenWord taken;
   if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken)) return nullptr;
-  const std::uint64_t blocks = count_bits(taken.bits);
-  const std::uint64_t allowed = blocks_before_point(cache, cls);
-  if (blocks > allowed) return nullptr;  // a sampling point falls in the word
+  const std::uint32_t blocks = count_bits(taken.bits);
+  AllocWord& word = cache->words[cls];
+  const std::int64_t bytes = static_cast<std::int64_t>(blocks * word.size);
+  if (t_bytes_until_sample < bytes) return nullptr;  // a sampling point falls in the word
+  t_bytes_until_sample -= bytes;
+  take_word(span, taken, blocks);
   --cache->slow_until_housekeeping;
   install_word(cache, cls, span, taken);
-  arm_recount(cache, cls, span, frees_within(allowed, blocks));
-  return take_lowest_block(cache->words[cls]);
+  return take_lowest_block(word, taken.bits);
 }
 
 // The span switch refill would make, in its common cases: the current span
-// (just looked at: too few free blocks to be worth a word) sleeps and next_span's
-// choice from the class's own list becomes current: its front (a span with
-// live blocks, awake and worth a word), or, when only empty spans are left,
-// the one emptied last. Random frees leave spans sparse, so a server-like
+// (too few free blocks to be worth a word) sleeps and next_span's choice
+// from the class's own list becomes current: its front (a span with live
+// blocks, awake and worth a word), or, when only empty spans are left, the
+// one emptied last. Random frees leave spans sparse, so a server-like
 // program switches on about 1 malloc in 16; a burst of 25 blocks of 1 KiB
 // empties a span in each round. Through allocate_slow and refill that cost
 // 5 more instructions per malloc on the server, 4.7 per pair on the burst
 // (docs/design.md, *2026-11-26 (night)* and *2026-11-27*). Anything else
 // (no span, parked pages): nullptr, and refill decides. Apart from
 // take_next_word, so that its early exits stay without a stack frame.
-__attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls) noexcept {
+__attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
   SpanList& partial = cache->partial[cls];
   if (partial.empty()) return nullptr;
   Span* next = first_listed_span(partial);
   if (next->any_parked || next->capacity - next->countdown < span_wake_frees(next)) return nullptr;
-  put_to_sleep(cache, leave_current(cache, cls));
-  make_current(cache, cls, take_listed_span(cache, partial, next));
+  put_to_sleep(cache, span);
+  cache->current[cls] = take_listed_span(cache, partial, next);
   return take_word_of(cache, cls, next);
 }
 
@@ -850,9 +730,7 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
       (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
     return nullptr;
-  const std::uint32_t free = account_current(cache, cls, span);
-  if ((cache->sample_pending[cls >> 6] >> (cls & 63)) & 1) return nullptr;  // this malloc is the sampled one
-  if (free < span_wake_frees(span)) return switch_span_and_take_word(cache, cls);
+  if (span->capacity - span->countdown < span_wake_frees(span)) return switch_span_and_take_word(cache, cls, span);
   return take_word_of(cache, cls, span);
 }
 
@@ -880,9 +758,6 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     if (cache == nullptr) return allocate_from_central(cls, size, site, alignment);
   }
   if (cache == &g_dead_cache) return allocate_from_central(cls, size, site, alignment);
-  // The blocks handed out since the last look are counted: a sampling
-  // point among them makes this the sampled allocation.
-  if (Span* span = cache->current[cls]) account_current(cache, cls, span);
   // The word ran dry where heap profiling cut it: this is the sampled one.
   if (take_sample_pending(cache, cls)) {
     std::size_t block_size = class_size(cls);
@@ -901,20 +776,23 @@ void* allocate_slow(std::size_t cls, std::size_t size, CallSite site, std::size_
     if (cache->outbox.open_parcels != 0) flush_outbox(cache);
   }
   if (!cache->inbox.empty()) drain_inbox(cache);
-  if (refill(cache, cls) == 0) {
+  AllocWord& word = cache->words[cls];
+  std::uint32_t blocks = refill(cache, cls);
+  if (blocks == 0) {
     errno = ENOMEM;
     return nullptr;
   }
-  Span* span = cache->current[cls];
-  if (fit_to_next_point(cache, cls, span) && take_sample_pending(cache, cls)) {
-    // The sampling point falls in this very allocation.
+  count_for_sampling(cache, cls, blocks);
+  if (word.bits == 0 && take_sample_pending(cache, cls)) {
+    // The sampling point fell on this very allocation.
     std::size_t block_size = class_size(cls);
     if (void* block = allocate_sampled(size, alignment, block_size, block_size, site)) return block;
-    restore_held(cache, cls, span);  // no memory for the sample: served unsampled
+    if (refill(cache, cls) == 0) {  // no memory for the sample: serve it unsampled
+      errno = ENOMEM;
+      return nullptr;
+    }
   }
-  void* block = take_lowest_block(cache->words[cls]);
-  if (block == nullptr) errno = ENOMEM;
-  return block;
+  return take_lowest_block(word, word.bits);
 }
 
 namespace {
@@ -1045,7 +923,11 @@ void release_thread_cache(ThreadCache* cache) noexcept {
   flush_outbox(cache);
   drain_inbox(cache);
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    if (cache->current[cls] != nullptr) cache->partial[cls].push(settle_current(cache, cls));
+    if (cache->current[cls] != nullptr) {
+      return_alloc_word(cache, cls);
+      cache->partial[cls].push(cache->current[cls]);
+      cache->current[cls] = nullptr;
+    }
   }
   // Every span goes: awake ones as they are, sleeping ones woken first (the
   // central cache counts blocks out), kept empty ones to the page heap

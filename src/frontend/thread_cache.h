@@ -6,26 +6,23 @@
 // in that span (free-list sharding, as in mimalloc, with the lists kept as
 // bitmaps outside the blocks, as in jemalloc's slabs): a free sets the
 // block's bit in its span, whatever the span, so a burst of frees never
-// overflows anything and never touches a block. Allocation takes the lowest
-// bit of the class's *allocation word*: one word of the free bits of the
-// class's current span, read and written in place (the slow path points
-// the word at it in O(1)), so a block freed into that word serves the next
-// malloc, as a LIFO would. Blocks freed by any other thread travel back to
-// the owner in parcels through its Inbox (frontend/remote_free.h), and set
-// their bits when the owner drains it.
+// overflows anything and never touches a block. Allocation takes the next
+// bit of the class's *allocation word*: a word of free bits the slow path
+// took from one span (the class's current span) in O(1). Blocks freed by
+// any other thread travel back to the owner in parcels through its Inbox
+// (frontend/remote_free.h), and set their bits when the owner drains it.
 //
 // Fast paths (inline here) and slow paths (thread_cache.cpp) pair up:
 //   allocate   -> allocate_slow      (allocation word used up: the current
 //                                     span's next word, other spans,
 //                                     central cache, page heap)
 //   deallocate -> deallocate_slow    (not ours: remote, large, invalid)
-//              -> span_countdown_hit (the span became empty, a sleeping
-//                                     span collected enough frees to wake,
-//                                     or the current span is due a recount)
+//              -> span_countdown_hit (the span became empty, or a sleeping
+//                                     span collected enough frees to wake)
 //              -> block_freed_twice  (its bit was set already)
 //
 // "Not initialised yet" looks like "allocation word empty": a new thread's
-// pointer starts at an empty static cache whose words point at a zero word and which
+// pointer starts at an empty static cache whose words are empty and which
 // owns no span, so both fast paths fall into their slow paths without an
 // extra test. A thread gets a cache of its own only once it proves busy;
 // until then (a *young* thread) it allocates one block at a time from the
@@ -46,41 +43,19 @@
 
 namespace strata::detail {
 
-// A word that never holds a free block: the allocation word of a class
-// with no current span (and of the static caches, which never write it).
-extern constinit std::uint64_t g_no_free_blocks;
-
-// The blocks malloc hands out next, for one class: the free bits of one
-// word of the class's current span, in place (`bits` points into the span's
-// free_bits), block i at `base + i * size`. The fast path takes the lowest
-// bit; a free of a block of that word sets its bit there, so the next
-// malloc hands it out again. The word's blocks are in address order, so a
-// run of mallocs walks up through the span.
+// The blocks malloc hands out next, for one class: free bits taken from one
+// word of the class's current span, block i at `base + i * size`. The fast
+// path takes the lowest bit (a static empty cache shared by threads without
+// a cache of their own is never written); the word's blocks are in address
+// order, so a run of mallocs walks up through the span.
 struct AllocWord {
-  std::uint64_t* bits = &g_no_free_blocks;
+  std::uint64_t bits = 0;
   std::uintptr_t base = 0;
   std::uint64_t size = 0;        // the class's block size (set when the cache is made)
-  std::uint32_t span_word = 0;   // which word of the current span `bits` is
+  std::uint32_t span_word = 0;   // which word of the current span the bits came from
   std::uint32_t unused_ = 0;     // 32 bytes: the slow path finds the class with a shift
 };
 static_assert(sizeof(AllocWord) == 32, "class_of_offset shifts by 5");
-
-// What the owner knows of its current span for one class while the
-// allocation word reads its bits in place: the span's countdown then
-// counts frees until the next recount (span_countdown_hit), and the blocks
-// handed out since the last look follow from the bits and that countdown
-// (frontend/thread_cache.cpp, account_current). Cold: slow paths only.
-struct CurrentSpanCount {
-  // Free bits of word `span_word` kept off the allocation word: blocks the
-  // page rules do not hand out yet (choose_free_word), and those past a
-  // sampling point. Still free; back in the span at the next look.
-  std::uint64_t held = 0;
-  std::uint32_t free_then = 0;       // free blocks (bits and held) at the last look
-  std::uint32_t countdown_then = 0;    // the countdown at the last look, plus the frees recounted since
-  std::uint32_t frees_until_look = 0;  // frees of the span from the last look to the next
-  std::uint32_t unused_ = 0;
-  std::uint64_t prepaid = 0;           // blocks heap profiling counted before they were handed out
-};
 static_assert(kNumClasses <= 64, "ThreadCache::long_wanted has a bit per class");
 
 struct ThreadCacheStats {
@@ -110,8 +85,7 @@ class alignas(4096) ThreadCache {
   Inbox inbox;
 
   // --- later pages: the spans this cache owns ------------------------------
-  Span* current[kNumClasses] = {};  // the span the allocation word reads
-  CurrentSpanCount current_count[kNumClasses];
+  Span* current[kNumClasses] = {};  // the span the allocation word comes from
   SpanList partial[kNumClasses];    // owned awake spans with free blocks (empty ones at the back)
   SpanList sleeping[kNumClasses];   // owned spans asleep since they were nearly full (oldest at the back)
   // Empty spans kept for reuse: up to kBurstKeptFactor * max_kept_bytes
@@ -191,19 +165,21 @@ empty:
 #endif
 }
 
-// The lowest block of an allocation word, taken; nullptr when the word is
-// empty.
-inline void* take_lowest_block(AllocWord& word) noexcept {
-  std::uint64_t bits = *word.bits;
+// The lowest block of an allocation word whose bits are `bits`, taken;
+// nullptr when the word is empty.
+inline void* take_lowest_block(AllocWord& word, std::uint64_t bits) noexcept {
   std::uint64_t index;
   if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return nullptr;
-  *word.bits = bits;
+  word.bits = bits;
   return reinterpret_cast<void*>(word.base + index * word.size);
 }
 
 // The next block of the calling thread's allocation word at `offset` =
 // word_offset(class), taken; nullptr when the word is empty.
-inline void* take_word_block(std::uintptr_t offset) noexcept { return take_lowest_block(word_at(t_cache, offset)); }
+inline void* take_word_block(std::uintptr_t offset) noexcept {
+  AllocWord& word = word_at(t_cache, offset);
+  return take_lowest_block(word, word.bits);
+}
 
 // Fast path of every small malloc; `size` is the request (only the slow
 // path looks at it, and at the call site, which is evaluated there: in
@@ -218,12 +194,11 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset) noexcept(noexc
   auto field = [&cache, offset](std::size_t at) -> std::uint64_t& {
     return *reinterpret_cast<std::uint64_t*>(cache + offset + at);
   };
-  std::uint64_t* slot = reinterpret_cast<std::uint64_t*>(field(offsetof(AllocWord, bits)));
-  std::uint64_t bits = *slot;
+  std::uint64_t bits = field(offsetof(AllocWord, bits));
   std::uint64_t index;
   if (__builtin_expect(!take_lowest_bit(bits, index), 0)) return slow(size, offset);
   asm("" : "+r"(cache));  // keeps GCC from forming cache + offset once in a register
-  *slot = bits;
+  field(offsetof(AllocWord, bits)) = bits;
   return reinterpret_cast<void*>(field(offsetof(AllocWord, base)) + index * field(offsetof(AllocWord, size)));
 }
 
@@ -262,12 +237,12 @@ inline void deallocate(void* block) noexcept {
 // `create` is false) or when the OS refuses memory.
 ThreadCache* current_cache(bool create = true) noexcept;
 
-// Gives everything a cache holds back: held bits to their spans, owned
-// spans to the central cache, the outbox to its destinations (thread
+// Gives everything a cache holds back: allocation words to their spans,
+// owned spans to the central cache, the outbox to its destinations (thread
 // exit).
 void release_thread_cache(ThreadCache* cache) noexcept;
 
-// Gives back what the calling thread can: current spans filed as others,
+// Gives back what the calling thread can: allocation words to their spans,
 // empty spans to the page heap, unused pages of its partly used spans to
 // the OS, the outbox to its destinations (strata_release_free_memory).
 std::size_t flush_thread_cache(ThreadCache* cache) noexcept;

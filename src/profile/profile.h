@@ -7,11 +7,10 @@
 // How a sample happens (docs/profiling.md has the whole story):
 //   1. every thread counts allocated bytes down from an exponentially
 //      distributed interval (mean STRATA_PROFILE_SAMPLE bytes), on its slow
-//      paths only: a thread cache counts the blocks handed out from its
-//      current span at each look at it, and keeps no more blocks on the
-//      allocation word (the rest held aside) than may be handed out before
-//      the next point, so that the word runs dry at the sampled allocation
-//      (the fast paths count nothing);
+//      paths only: a thread cache counts a whole allocation word when it
+//      takes one, and cuts the word short where a sampling point falls, so
+//      that the word runs dry at the sampled allocation (the fast paths
+//      count nothing);
 //   2. the allocation that crosses zero is served by allocate_sampled: a span
 //      of its own from the page heap, with the call stack recorded;
 //   3. its free finds the span's page map owner tag 0, takes the large-block

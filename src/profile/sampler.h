@@ -35,10 +35,9 @@ extern constinit thread_local std::int64_t t_bytes_until_sample __attribute__((t
 
 // The countdown step: true when `size` more bytes cross the next sampling
 // point (or the countdown of a new thread must be armed). Every allocation
-// is counted exactly once, on a slow path: a thread cache counts the blocks
-// handed out from its current span when it looks at the span (the fall in
-// its free blocks plus the frees its countdown counted), the rest one by
-// one. A sample records the
+// is counted exactly once, on a slow path: a thread cache counts a whole
+// allocation word when it takes one (frees never put blocks back on those
+// words, they go to their spans), the rest one by one. A sample records the
 // bytes counted for it (allocate_sampled's counted_bytes), from which its
 // weight follows.
 inline bool sampling_countdown_crossed(std::size_t size) noexcept {

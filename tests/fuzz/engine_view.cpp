@@ -52,31 +52,20 @@ void inspect_cache(ThreadCache* cache, void* context) {
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     const AllocWord& word = cache->words[cls];
     const Span* current = cache->current[cls];
-    const std::uint64_t held = cache->current_count[cls].held;
-    std::uint64_t length = static_cast<std::uint64_t>(__builtin_popcountll(held));
-    if (current == nullptr) {
-      // No current span: the word reads the zero word, nothing is held.
-      if (word.bits != &g_no_free_blocks || *word.bits != 0 || held != 0)
-        model_violation("an allocation word without a current span", cache, cls, length);
-    } else {
-      if (!current->word_in_place) model_violation("a current span not marked as read in place", current->start(), cls, 0);
+    const std::size_t capacity = current != nullptr ? current->capacity : 0;
+    std::uint64_t length = static_cast<std::uint64_t>(__builtin_popcountll(word.bits));
+    if (length != 0) {
+      if (current == nullptr) model_violation("an allocation word without a current span", cache, cls, length);
       if (word.size != class_size(cls)) model_violation("an allocation word of the wrong size", cache, word.size, cls);
-      // The word reads one of the span's bit words in place (or the zero
-      // word, until the class's next malloc takes a sample).
-      if (word.bits != &g_no_free_blocks) {
-        if (word.bits != &current->free_bits[word.span_word] || word.span_word * 64 >= current->capacity ||
-            word.base != current->block_base + std::uintptr_t{word.span_word} * 64 * class_size(cls))
-          model_violation("an allocation word that does not read its current span", current->start(), cls,
-                          word.span_word);
-      }
-      // Held bits: blocks of that word, free, off the span's bits.
-      if (held != 0) {
-        std::uint64_t highest = 63 - static_cast<std::uint64_t>(__builtin_clzll(held));
-        if (word.span_word * 64 + highest >= current->capacity)
-          model_violation("held bits reach past their current span", current->start(), class_size(cls), cls);
-        if ((current->free_bits[word.span_word] & held) != 0)
-          model_violation("a block is both held aside and free in its span", current->start(), class_size(cls), cls);
-      }
+      std::uint64_t highest = 63 - static_cast<std::uint64_t>(__builtin_clzll(word.bits));
+      void* first = reinterpret_cast<void*>(word.base + std::uint64_t(__builtin_ctzll(word.bits)) * word.size);
+      void* last = reinterpret_cast<void*>(word.base + highest * word.size);
+      if (g_page_map.lookup(first) != current || g_page_map.lookup(last) != current ||
+          cache->words[cls].span_word * 64 + highest >= capacity)
+        model_violation("an allocation word reaches past its current span", first, class_size(cls), cls);
+      // Its blocks are out of the span: their bits there are clear.
+      if ((current->free_bits[cache->words[cls].span_word] & word.bits) != 0)
+        model_violation("a block is both on an allocation word and free in its span", first, class_size(cls), cls);
     }
     holdings.listed[cls] += length;
     holdings.listed_bytes += length * class_size(cls);

@@ -98,7 +98,7 @@ std::uint32_t free_bits_set(const Span* span) {
 }  // namespace
 
 TEST(CentralCache, BlockCountsAddUp) {
-  // take a word / take one / free keep: blocks out + free
+  // take a word / take one / free / give bits back keep: blocks out + free
   // bits == capacity, with the number of free blocks known from the
   // countdown, never a count of bits.
   const std::size_t cls = 1;  // 16 B: 512 blocks, eight words
@@ -112,8 +112,7 @@ TEST(CentralCache, BlockCountsAddUp) {
   check();
   EXPECT_EQ(span_free_count(span), 512u) << "a fresh span: every block free, none touched";
   TakenWord taken{};
-  ASSERT_TRUE(choose_free_word(span, false, taken));
-  take_word(span, taken, count_bits(taken.bits));
+  ASSERT_TRUE(take_free_word(span, taken));
   EXPECT_EQ(taken.word, 0u);
   EXPECT_EQ(taken.bits, ~std::uint64_t{0}) << "the lowest word, whole";
   EXPECT_EQ(taken.base, reinterpret_cast<std::uintptr_t>(span->start()));
@@ -123,11 +122,11 @@ TEST(CentralCache, BlockCountsAddUp) {
   EXPECT_EQ(one, static_cast<char*>(span->start()) + 64 * 16) << "the lowest free block";
   EXPECT_EQ(span_allocated(span), 65u);
   check();
-  // Every block of the taken word is freed.
+  // Three blocks of the taken word are handed out and freed; the rest goes back.
   for (int i = 0; i < 3; ++i) EXPECT_FALSE(free_block(span, reinterpret_cast<void*>(taken.base + i * 16)));
   EXPECT_EQ(span_allocated(span), 62u);
   check();
-  for (int i = 3; i < 64; ++i) EXPECT_FALSE(free_block(span, reinterpret_cast<void*>(taken.base + i * 16)));
+  EXPECT_FALSE(return_free_bits(span, taken.word, taken.bits & ~std::uint64_t{7}));
   EXPECT_EQ(span_allocated(span), 1u);
   check();
   EXPECT_TRUE(free_block(span, one)) << "the last block back empties the span";
@@ -180,12 +179,11 @@ TEST(SpanBlocks, EveryFreeUnitIsParkedAndItsBlocksStayFree) {
   EXPECT_EQ(span_free_count(span), 101u) << "parked blocks are still free";
   EXPECT_EQ(static_cast<unsigned char*>(blocks[100])[0], 0u) << "their pages came back zeroed";
   TakenWord taken{};
-  ASSERT_TRUE(choose_free_word(span, false, taken));
-  take_word(span, taken, count_bits(taken.bits));
+  ASSERT_TRUE(take_free_word(span, taken));
   EXPECT_EQ(taken.word, 0u);
-  ASSERT_TRUE(choose_free_word(span, false, taken));
-  take_word(span, taken, count_bits(taken.bits));
+  ASSERT_TRUE(take_free_word(span, taken));
   EXPECT_EQ(taken.word, 1u);
   EXPECT_EQ(span->parked_units, 0u) << "taking blocks of a parked unit forgets it";
+  EXPECT_FALSE(return_free_bits(span, 1, taken.bits));
   g_page_heap.deallocate(span);
 }

@@ -345,22 +345,22 @@ void free_on_another_thread(const std::vector<void*>& blocks) {
 }
 
 // A span's worth of kWordTestSize blocks of a busy thread (the first ones the
-// class's next word holds), with blocks 0 and 1 freed into the allocation
-// word (it reads the span's bits in place) and block 0 handed out again:
-// block 1 waits on the word, free in the span's bits. Exits the
-// (death-test) thread where the layout is not what the caller relies on.
+// class's next word holds), with block 1 freed, then taken back onto the
+// allocation word with block 0, which malloc handed out again: block 1 is
+// free but not in the span's bits. Exits the (death-test) thread where the
+// layout is not what the caller relies on.
 constexpr std::size_t kWordTestSize = 512;
 std::vector<void*> blocks_with_block_1_on_the_word(ThreadCache* cache) {
   const std::size_t cls = size_to_class(kWordTestSize);
   std::vector<void*> warm;  // whatever the class's current word holds
-  while (*cache->words[cls].bits != 0) warm.push_back(strata_malloc(kWordTestSize));
+  while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(kWordTestSize));
   std::vector<void*> blocks;
   for (std::uint32_t i = 0; i < class_info(cls).span_objects; ++i) blocks.push_back(strata_malloc(kWordTestSize));
-  if (*cache->words[cls].bits != 0) std::exit(3);
+  if (cache->words[cls].bits != 0) std::exit(3);
   strata_free(blocks[0]);
   strata_free(blocks[1]);
-  if (strata_malloc(kWordTestSize) != blocks[0]) std::exit(4);  // the word reads {0, 1}
-  if (*cache->words[cls].bits == 0) std::exit(5);                // block 1 waits on it
+  if (strata_malloc(kWordTestSize) != blocks[0]) std::exit(4);  // takes the word {0, 1}
+  if (cache->words[cls].bits == 0) std::exit(5);                 // block 1 waits on it
   return blocks;
 }
 
@@ -397,11 +397,11 @@ TEST(RemoteFreeDeathTest, ABlockSentTwiceAfterItsSpanWasReleasedIsReported) {
       "double free \\(block of a span released while it was sent\\)");
 }
 
-// A block on its owner's allocation word (freed into it, not handed out
-// again yet) is free in its span's bits, which the word reads in place.
-// Freed again by another thread, it reaches the owner's drain, which finds
-// its bit set: the double free is reported there, not handed out twice
-// later.
+// A block on its owner's allocation word (freed, then taken back with its
+// word, not handed out yet) is not free in its span's bits. Freed again by
+// another thread, it reaches the owner's drain, which checks the word
+// before it sets the bit: the double free is reported there, not handed
+// out twice later.
 TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
@@ -418,7 +418,7 @@ TEST(RemoteFreeDeathTest, ABlockFreedAgainByAnotherThreadWhileOnItsOwnersWordIsR
 
 // Blocks freed in order by another thread reach their owner as a run of
 // one span word, set with one mask: a block of the run that is free
-// already (freed twice, or waiting on the owner's allocation word) is
+// already (freed twice), or waits on the owner's allocation word, is
 // reported as the single-block path would.
 TEST(RemoteFreeDeathTest, ABlockFreedTwiceInsideARunIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");

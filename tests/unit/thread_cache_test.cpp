@@ -40,29 +40,17 @@ void for_each_owned_span(ThreadCache* cache, Visit&& visit) {
   }
 }
 
-// The counting invariant of core/span.h for every span `cache` owns but
-// the current ones, whose allocation words read their bits in place: there
-// the word is one of the span's bit words, and the bits held aside are
-// free blocks of that word off the span's bits.
+// The counting invariant of core/span.h for every span `cache` owns, with
+// the allocation words counted as out of their spans (their bits are clear
+// in the span).
 void expect_counts_add_up(ThreadCache* cache) {
-  for_each_owned_span(cache, [cache](const Span* span) {
-    const std::size_t cls = span->owner_class;
-    EXPECT_EQ(span->word_in_place, cache->current[cls] == span);
-    if (span->word_in_place) return;
+  for_each_owned_span(cache, [](const Span* span) {
     EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity);
   });
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    const AllocWord& word = cache->words[cls];
-    const std::uint64_t held = cache->current_count[cls].held;
     if (const Span* span = cache->current[cls]) {
-      if (word.bits != &g_no_free_blocks) {
-        EXPECT_EQ(word.bits, &span->free_bits[word.span_word]);
-      }
-      EXPECT_EQ(span->free_bits[word.span_word] & held, 0u) << "a held block is not free in its span's bits";
-      EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity);
-    } else {
-      EXPECT_EQ(word.bits, &g_no_free_blocks);
-      EXPECT_EQ(held, 0u);
+      EXPECT_EQ(span->free_bits[cache->words[cls].span_word] & cache->words[cls].bits, 0u)
+          << "a block on the allocation word is not free in its span";
     }
   }
 }
@@ -583,59 +571,38 @@ TEST(ThreadCacheDeathTest, ASecondFreeOfABlockIsCaughtAtOnce) {
       "double free");
 }
 
-// A block freed into its thread's allocation word and freed again before
-// malloc hands it out: the word reads the span's bits in place, so the
-// second free finds the block's bit set and is caught at once.
-TEST(ThreadCacheDeathTest, ASecondFreeOfABlockOnTheAllocationWordIsCaughtAtOnce) {
+// A block freed again while it waits on its thread's allocation word (freed,
+// then taken back with its word, not handed out yet) is not free in its
+// span, so the second free finds its bit clear; it is caught when the
+// span's count says empty while the word still holds blocks.
+TEST(ThreadCacheDeathTest, ASecondFreeOfABlockOnTheAllocationWordIsCaughtWhenItsSpanEmpties) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
       std::thread([] {
         for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
         ThreadCache* cache = current_cache(false);
-        const std::size_t size = 512;  // 16 blocks a span
+        const std::size_t size = 512;  // 16 blocks a span; a span with 2 free blocks is worth a word
         const std::size_t cls = size_to_class(size);
         const std::uint32_t per_span = class_info(cls).span_objects;
+        if (size_class_build::wake_frees_for(per_span) != 2) std::exit(2);
         // Use up whatever the class's current span has, then one whole span.
         std::vector<void*> warm;
-        while (*cache->words[cls].bits != 0) warm.push_back(strata_malloc(size));
+        while (cache->words[cls].bits != 0) warm.push_back(strata_malloc(size));
         std::vector<void*> blocks;
         for (std::uint32_t i = 0; i < per_span; ++i) blocks.push_back(strata_malloc(size));
         Span* span = g_page_map.lookup(blocks[0]);
-        if (cache->current[cls] != span || *cache->words[cls].bits != 0) std::exit(3);
+        if (cache->current[cls] != span || cache->words[cls].bits != 0) std::exit(3);
         strata_free(blocks[0]);
         strata_free(blocks[1]);
-        void* again = strata_malloc(size);  // the word reads {0, 1}: block 0 again
+        void* again = strata_malloc(size);  // takes the word {0, 1}, hands out block 0
         if (again != blocks[0]) std::exit(4);
-        strata_free(blocks[1]);  // on the word, free in the span
+        strata_free(blocks[1]);  // on the word: not free in the span yet
+        for (std::uint32_t i = 0; i < per_span; ++i)
+          if (i != 1) strata_free(blocks[i]);
         std::fprintf(stderr, "not caught\n");
         std::exit(0);
       }).join(),
       "double free");
-}
-
-// A block strata never handed out, freed while the page rules hold it
-// aside (a young thread's word reaches one OS page of never-used blocks),
-// sets its bit in the word; the next look at the span (here: the thread
-// gives back what it can) finds the bit both set and held, and reports it.
-// (Had malloc handed the block out first, nothing would tell it from a
-// block freed once: checking mode catches that case.)
-TEST(ThreadCacheDeathTest, AFreeOfANeverUsedBlockHeldAsideIsCaughtAtTheNextLook) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      std::thread([] {
-        for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-        ThreadCache* cache = current_cache(false);
-        const std::size_t size = 512;  // 8 blocks an OS page, 16 a span
-        const std::size_t cls = size_to_class(size);
-        void* first = strata_malloc(size);  // a fresh span: the word reaches blocks 0-7
-        Span* span = g_page_map.lookup(first);
-        if (cache->current[cls] != span || first != span->start() || cache->current_count[cls].held == 0) std::exit(3);
-        strata_free(static_cast<char*>(first) + 12 * size);  // block 12: held aside, never handed out
-        strata_release_free_memory();  // a look at every current span
-        std::fprintf(stderr, "not caught\n");
-        std::exit(0);
-      }).join(),
-      "double free \\(freed while its thread held it aside\\)");
 }
 
 TEST(ThreadCache, ABurstsEmptySpansServeTheNextBurstThenGoBackOnceIdle) {
