@@ -8,8 +8,8 @@
 // This holds whichever thread frees it, and through realloc.
 //
 // Cost: at least one 8 KiB page per live sample. At the default interval
-// (512 KiB) a program of tiny blocks has about one sample per 512 KiB of
-// live memory, i.e. 8 KiB / 512 KiB = 1.6 % more memory at most; larger
+// (2 MiB) a program of tiny blocks has about one sample per 2 MiB of live
+// memory, i.e. 8 KiB / 2 MiB = 0.4 % more memory at most; larger
 // blocks waste less (a sampled block rounds up to whole pages).
 #pragma once
 

@@ -27,7 +27,7 @@ command -v valgrind >/dev/null || { echo "valgrind is missing (apt-get install v
 
 count() {  # iterations pattern -> instructions executed inside the two entry points
   local out; out=$(mktemp)
-  LD_PRELOAD="$library" STRATA_PROFILE_SAMPLE="${sample:-524288}" valgrind --tool=callgrind \
+  LD_PRELOAD="$library" STRATA_PROFILE_SAMPLE="${sample:-2097152}" valgrind --tool=callgrind \
     --callgrind-out-file=/dev/null "${functions[@]}" "$program" "$1" "$2" 2>"$out" || true
   grep -o 'refs: *[0-9,]*' "$out" | tr -d ', ' | cut -d: -f2
   rm -f "$out"
