@@ -99,14 +99,16 @@ TEST(Configuration, DefaultsWithoutEnvironment) {
   EXPECT_TRUE(o.exited_ok()) << o.output;
   EXPECT_NE(o.output.find("thread_cache_bytes=4194304 decay_ms=1000 background=0 huge=0 check=0"),
             std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("profile_sample=2097152\n"), std::string::npos) << o.output;  // 2 MiB, tcmalloc's
 }
 
 TEST(Configuration, WellFormedValuesAreTaken) {
   Outcome o = run(CONFIG_PROGRAM, {},
                   {"STRATA_THREAD_CACHE_BYTES=8M", "STRATA_DECAY_MS=250", "STRATA_HUGE_PAGES=on",
-                   "STRATA_VERBOSE=yes"});
+                   "STRATA_VERBOSE=yes", "STRATA_PROFILE_SAMPLE=512K"});
   EXPECT_TRUE(o.exited_ok()) << o.output;
-  EXPECT_NE(o.output.find("thread_cache_bytes=8388608 decay_ms=250 background=0 huge=1 check=0 verbose=1"),
+  EXPECT_NE(o.output.find("thread_cache_bytes=8388608 decay_ms=250 background=0 huge=1 check=0 verbose=1 "
+                          "profile_sample=524288"),
             std::string::npos) << o.output;
 }
 
