@@ -27,7 +27,10 @@ command -v valgrind >/dev/null || { echo "valgrind is missing (apt-get install v
 
 count() {  # iterations pattern -> instructions executed inside the two entry points
   local out; out=$(mktemp)
-  LD_PRELOAD="$library" STRATA_PROFILE_SAMPLE="${sample:-2097152}" valgrind --tool=callgrind \
+  # Without $sample the library's own default interval (src/platform/options.h).
+  local interval=(-u STRATA_PROFILE_SAMPLE)
+  [ -n "${sample:-}" ] && interval=("STRATA_PROFILE_SAMPLE=$sample")
+  env "${interval[@]}" LD_PRELOAD="$library" valgrind --tool=callgrind \
     --callgrind-out-file=/dev/null "${functions[@]}" "$program" "$1" "$2" 2>"$out" || true
   grep -o 'refs: *[0-9,]*' "$out" | tr -d ', ' | cut -d: -f2
   rm -f "$out"
