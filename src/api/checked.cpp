@@ -35,7 +35,7 @@ void* checked_allocate(std::size_t alignment, std::size_t size) noexcept {
   void* block;
   {
     InnerAllocation inner;
-    block = alignment == 0 ? allocate(size + kCheckedTrailer) : allocate_aligned(alignment, size + kCheckedTrailer);
+    block = alignment == 0 ? allocate(size + kCheckedOverhead) : allocate_aligned(alignment, size + kCheckedOverhead);
   }
   if (block == nullptr) return nullptr;
   Span* span = g_page_map.lookup(block);
@@ -64,7 +64,7 @@ std::size_t checked_usable_size(const void* block) noexcept {
   if (span->state != SpanState::kSmall && span->state != SpanState::kLarge) return 0;
   std::size_t usable = checked_block_usable(span);
   std::uint64_t size = *checked_trailer(const_cast<void*>(block), usable) ^ checked_trailer_key();
-  return size <= usable - kCheckedTrailer ? size : 0;
+  return size <= usable - kCheckedOverhead ? size : 0;
 }
 
 void* checked_reallocate(void* block, std::size_t size) noexcept {

@@ -2,10 +2,15 @@
 // tiers that hand blocks out (api/checked.h) and take them back
 // (frontend/misuse.h).
 //
-// A checked block carries, after the program's bytes, a canary (0xcb bytes)
-// up to its last 8 bytes, which hold the requested size XOR a secret:
+// A checked block carries, after the program's bytes, a canary (0xcb bytes,
+// at least one) up to its last 8 bytes, which hold the requested size XOR a
+// secret:
 //
 //   [ program's bytes | canary ... | size ^ secret ]
+//
+// The canary byte always sits right after the program's bytes: were the
+// trailer there, a one-byte overrun that happened to write the trailer's own
+// (secret-dependent) value would change nothing, and pass 1 time in 256.
 //
 // A free block is poisoned (0xdf over its first 256
 // bytes); the poison is checked when the block is handed out again (a write
@@ -21,6 +26,8 @@ namespace strata::detail {
 
 inline constexpr std::size_t kCheckedTrailer = sizeof(std::uint64_t);
 inline constexpr unsigned char kCheckedCanary = 0xcb;
+// What a checked block adds to the requested size: one canary byte, the trailer.
+inline constexpr std::size_t kCheckedOverhead = 1 + kCheckedTrailer;
 
 // Bytes the block offers: the class size, or the whole large span.
 std::size_t checked_block_usable(const Span* span) noexcept;

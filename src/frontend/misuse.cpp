@@ -14,7 +14,7 @@ void checked_free(void* block, Span* span) noexcept {
       g_central[span->size_class].holds_free_block(span, block))
     report_misuse(block, "double free");
   std::uint64_t size = *checked_trailer(block, usable) ^ checked_trailer_key();
-  if (size > usable - kCheckedTrailer)
+  if (size > usable - kCheckedOverhead)
     report_misuse(block, "write past the end of a block (its size trailer was overwritten)");
   auto* bytes = static_cast<const unsigned char*>(block);
   for (std::size_t i = size; i < usable - kCheckedTrailer; ++i)

@@ -45,6 +45,14 @@ TEST(CheckingMode, FreeOfAPointerStrataNeverReturned) {
 }
 TEST(CheckingMode, FreeOfAnInteriorPointer) { expect_report("interior", "interior pointer"); }
 TEST(CheckingMode, WritePastTheEnd) { expect_report("overflow", "write past the end"); }
+// A one-byte overrun must meet a canary byte, never the trailer: the
+// trailer's bytes depend on a per-process secret, and an overrun writing
+// the very byte it holds would pass unseen (1 run in 256 before).
+TEST(CheckingMode, ACanaryByteFollowsEverySize) {
+  Outcome o = misuse("canary-after-every-size");
+  EXPECT_TRUE(o.exited_ok()) << o.output;
+  EXPECT_NE(o.output.find("no misuse detected"), std::string::npos) << o.output;
+}
 TEST(CheckingMode, WritePastTheEndIntoTheCanary) { expect_report("overflow-far", "canary"); }
 TEST(CheckingMode, WriteAfterFree) { expect_report("use-after-free", "write after free"); }
 TEST(CheckingMode, ReportNamesTheSizeClass) {

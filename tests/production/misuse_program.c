@@ -79,6 +79,18 @@ int main(int argc, char** argv) {
     char* q = malloc(20); /* 20 + 8 < 32: a canary byte sits after byte 20 */
     q[20] = 1;
     free(q);
+  } else if (strcmp(what, "canary-after-every-size") == 0) {
+    /* Not a misuse: the byte right after the requested size must be a
+     * canary byte for every size, so that any one-byte overrun is caught
+     * whatever the secret is. */
+    for (size_t n = 0; n <= 70000; n += n < 4200 ? 1 : 997) {
+      unsigned char* b = malloc(n);
+      if (b[n] != 0xcb) {
+        printf("no canary right after %zu bytes\n", n);
+        return 3;
+      }
+      free(b);
+    }
   } else if (strcmp(what, "use-after-free") == 0) {
     free(p);
     keep[24] = 7; /* a write into the freed block's poison */
