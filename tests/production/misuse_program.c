@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     memset(p, 0x41, 41);
     free(p);
   } else if (strcmp(what, "overflow-far") == 0) {
-    char* q = malloc(20); /* 20 + 8 < 32: a canary byte sits after byte 20 */
+    char* q = malloc(20); /* 20 + 9 <= 32: canary bytes from byte 20 on */
     q[20] = 1;
     free(q);
   } else if (strcmp(what, "canary-after-every-size") == 0) {
