@@ -43,7 +43,7 @@ void* checked_allocate(std::size_t alignment, std::size_t size) noexcept {
   if (span->state == SpanState::kSmall && !poison_intact(block, usable))
     report_misuse(block, "write after free (the poison of a free block was overwritten)");
   std::memset(static_cast<char*>(block) + size, kCheckedCanary, usable - kCheckedTrailer - size);
-  *checked_trailer(block, usable) = size ^ checked_trailer_key();
+  write_checked_size(block, usable, size);
   return block;
 }
 
@@ -63,8 +63,8 @@ std::size_t checked_usable_size(const void* block) noexcept {
   if (span == nullptr || !span->contains(block)) return 0;
   if (span->state != SpanState::kSmall && span->state != SpanState::kLarge) return 0;
   std::size_t usable = checked_block_usable(span);
-  std::uint64_t size = *checked_trailer(const_cast<void*>(block), usable) ^ checked_trailer_key();
-  return size <= usable - kCheckedOverhead ? size : 0;
+  std::uint64_t size = read_checked_size(block, usable);
+  return size <= max_checked_size(usable) ? size : 0;
 }
 
 void* checked_reallocate(void* block, std::size_t size) noexcept {

@@ -10,17 +10,22 @@ namespace strata::detail {
 namespace {
 constexpr unsigned char kPoison = 0xdf;
 constexpr std::size_t kPoisonLimit = 256;  // bytes checked per block
+
+std::uint64_t trailer_key() noexcept { return g_list_key * 0x9e3779b97f4a7c15ull; }
 }  // namespace
 
 std::size_t checked_block_usable(const Span* span) noexcept {
   return span->state == SpanState::kSmall ? class_size(span->size_class) : span->bytes();
 }
 
-std::uint64_t* checked_trailer(void* block, std::size_t usable) noexcept {
-  return reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + usable - kCheckedTrailer);
+void write_checked_size(void* block, std::size_t usable, std::uint64_t size) noexcept {
+  *reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + usable - kCheckedTrailer) = size ^ trailer_key();
 }
 
-std::uint64_t checked_trailer_key() noexcept { return g_list_key * 0x9e3779b97f4a7c15ull; }
+std::uint64_t read_checked_size(const void* block, std::size_t usable) noexcept {
+  return *reinterpret_cast<const std::uint64_t*>(static_cast<const char*>(block) + usable - kCheckedTrailer) ^
+         trailer_key();
+}
 
 void poison_block(void* block, std::size_t block_size) noexcept {
   std::size_t end = block_size < kPoisonLimit ? block_size : kPoisonLimit;

@@ -32,9 +32,13 @@ inline constexpr std::size_t kCheckedOverhead = 1 + kCheckedTrailer;
 // Bytes the block offers: the class size, or the whole large span.
 std::size_t checked_block_usable(const Span* span) noexcept;
 
-// The trailer word: requested size XOR the secret.
-std::uint64_t* checked_trailer(void* block, std::size_t usable) noexcept;
-std::uint64_t checked_trailer_key() noexcept;
+// The largest request a block of `usable` bytes holds (one canary byte and
+// the trailer after it); a trailer that reads more was overwritten.
+inline constexpr std::size_t max_checked_size(std::size_t usable) noexcept { return usable - kCheckedOverhead; }
+
+// The trailer word: the requested size XOR the secret, written and read.
+void write_checked_size(void* block, std::size_t usable, std::uint64_t size) noexcept;
+std::uint64_t read_checked_size(const void* block, std::size_t usable) noexcept;
 
 // Poison written over a free block, and its check (small blocks only).
 void poison_block(void* block, std::size_t block_size) noexcept;

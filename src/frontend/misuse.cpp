@@ -13,8 +13,8 @@ void checked_free(void* block, Span* span) noexcept {
   if (span->state == SpanState::kSmall && poison_intact(block, usable) &&
       g_central[span->size_class].holds_free_block(span, block))
     report_misuse(block, "double free");
-  std::uint64_t size = *checked_trailer(block, usable) ^ checked_trailer_key();
-  if (size > usable - kCheckedOverhead)
+  std::uint64_t size = read_checked_size(block, usable);
+  if (size > max_checked_size(usable))
     report_misuse(block, "write past the end of a block (its size trailer was overwritten)");
   auto* bytes = static_cast<const unsigned char*>(block);
   for (std::size_t i = size; i < usable - kCheckedTrailer; ++i)

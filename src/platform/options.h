@@ -19,7 +19,7 @@ struct Options {
   bool huge_pages = false;                          // STRATA_HUGE_PAGES: MADV_HUGEPAGE on reservations
   bool show_stats = false;                          // STRATA_SHOW_STATS: print statistics at exit
   // Heap profiling (docs/profiling.md)
-  std::uint64_t profile_sample = 2 << 20;          // STRATA_PROFILE_SAMPLE: mean bytes between samples, 0 = off
+  std::uint64_t profile_sample = 2 << 20;           // STRATA_PROFILE_SAMPLE: mean bytes between samples, 0 = off
   bool profile = false;                             // STRATA_PROFILE: write <path>.<pid>.heap at exit
   std::uint32_t profile_top = 0;                    // STRATA_PROFILE_TOP: print the top N sites at exit
   char profile_path[512] = "strata";                // STRATA_PROFILE_PATH: prefix of the file written at exit
