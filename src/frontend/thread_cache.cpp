@@ -251,6 +251,12 @@ inline void put_to_sleep(ThreadCache* cache, Span* span) noexcept {
   cache->sleeping[span->owner_class].push(span);
 }
 
+// Where the current span's next word is looked for: after the word it gave
+// last (the allocation word's, which came from the current span).
+inline std::uint32_t next_word_of_current(const ThreadCache* cache, std::size_t cls) noexcept {
+  return cache->words[cls].span_word + 1;
+}
+
 // Makes `taken` (bits of `span`, the class's current span) the class's
 // allocation word.
 void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken) noexcept {
@@ -263,18 +269,19 @@ void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWo
 }
 
 // Makes the class's allocation word non-empty from the current span: its
-// lowest word of free bits, taken in O(1). A span with too few free blocks
+// next word of free bits (find_free_word), taken in O(1). A span with too few free blocks
 // to be worth a slow path (fewer than wake_frees) sleeps while other spans
 // have more, and the next span becomes current. Returns how many blocks the
 // word holds; 0 when the OS refuses memory.
 std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
+  std::uint32_t start = next_word_of_current(cache, cls);
   for (;;) {
     Span* span = cache->current[cls];
     if (span != nullptr) {
       std::uint32_t free = span->capacity - span->countdown;
       if (free >= span_wake_frees(span) || (free != 0 && cache->partial[cls].empty())) {
         TakenWord taken;
-        if (!take_free_word(span, taken, cache->spans_taken < kBusySpans)) return 0;  // cannot happen: free != 0
+        if (!take_free_word(span, taken, cache->spans_taken < kBusySpans, start)) return 0;  // cannot happen: free != 0
         install_word(cache, cls, span, taken);
         return count_bits(taken.bits);
       }
@@ -284,6 +291,7 @@ std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
     span = next_span(cache, cls);
     if (span == nullptr) return 0;
     cache->current[cls] = span;
+    start = kDensestWord;
   }
 }
 
@@ -683,9 +691,10 @@ namespace {
 // The end of take_next_word: a word of `span` (the class's current span,
 // worth a word) becomes the allocation word, unless a sampling point falls
 // in it; the first block is handed out.
-__attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
+__attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std::size_t cls, Span* span,
+                                                         std::uint32_t start) noexcept {
   TakenWord taken;
-  if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken)) return nullptr;
+  if (!choose_free_word(span, cache->spans_taken < kBusySpans, taken, start)) return nullptr;
   const std::uint32_t blocks = count_bits(taken.bits);
   AllocWord& word = cache->words[cls];
   const std::int64_t bytes = static_cast<std::int64_t>(blocks * word.size);
@@ -715,7 +724,7 @@ __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, st
   if (next->any_parked || next->capacity - next->countdown < span_wake_frees(next)) return nullptr;
   put_to_sleep(cache, span);
   cache->current[cls] = take_listed_span(cache, partial, next);
-  return take_word_of(cache, cls, next);
+  return take_word_of(cache, cls, next, kDensestWord);
 }
 
 // The common slow path, kept short: the current span (or, when it has too
@@ -731,7 +740,7 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
       (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
     return nullptr;
   if (span->capacity - span->countdown < span_wake_frees(span)) return switch_span_and_take_word(cache, cls, span);
-  return take_word_of(cache, cls, span);
+  return take_word_of(cache, cls, span, next_word_of_current(cache, cls));
 }
 
 }  // namespace

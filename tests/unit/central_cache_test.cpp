@@ -135,6 +135,47 @@ TEST(CentralCache, BlockCountsAddUp) {
   g_page_heap.deallocate(span);
 }
 
+// Which word a refill takes (find_free_word): a dense lowest word as it
+// is; else round the span from the word after the last one taken, or the
+// densest for a span just made current; never-used words only when the
+// used ones are empty.
+TEST(SpanBlocks, SparseWordsAreTakenRoundTheSpan) {
+  const std::size_t cls = 1;  // 16 B: 512 blocks, eight words
+  Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+  ASSERT_NE(span, nullptr);
+  init_small_span(span, cls, nullptr);
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(span->start());
+  auto free_blocks = [&](std::uint32_t word, std::uint32_t count, std::uint32_t first = 0) {
+    for (std::uint32_t i = first; i < first + count; ++i)
+      EXPECT_FALSE(free_block(span, reinterpret_cast<void*>(base + (word * 64 + i) * 16)));
+  };
+  TakenWord taken{};
+  ASSERT_TRUE(take_free_word(span, taken));
+  free_blocks(0, 1);
+  EXPECT_EQ(find_free_word(span, 1), 0u) << "the used word before a never-used one";
+  EXPECT_EQ(find_free_word(span, kDensestWord), 0u);
+  for (std::uint32_t w = 0; w < 8; ++w) {  // every block out: all eight words used
+    ASSERT_TRUE(take_free_word(span, taken));
+    EXPECT_EQ(taken.word, w);
+  }
+  EXPECT_EQ(find_free_word(span, 3), 8u) << "no free block";
+  free_blocks(0, 1);
+  free_blocks(1, 2);
+  free_blocks(3, 20);
+  free_blocks(5, 9);
+  free_blocks(6, 3);
+  EXPECT_EQ(find_free_word(span, 0), 0u) << "from 0 on: the lowest (the central cache's order)";
+  EXPECT_EQ(find_free_word(span, 2), 3u);
+  EXPECT_EQ(find_free_word(span, 4), 5u);
+  EXPECT_EQ(find_free_word(span, 7), 0u) << "round the span";
+  EXPECT_EQ(find_free_word(span, 8), 0u) << "after the last word";
+  EXPECT_EQ(find_free_word(span, kDensestWord), 3u);
+  free_blocks(0, kDenseWordBlocks - 1, 1);  // word 0 now holds kDenseWordBlocks
+  EXPECT_EQ(find_free_word(span, 4), 0u) << "a dense lowest word first";
+  EXPECT_EQ(find_free_word(span, kDensestWord), 0u);
+  g_page_heap.deallocate(span);
+}
+
 // Free bits past a span's last block never exist: a class whose blocks do
 // not fill the last word (80 B: 102 blocks, a word and 38 bits).
 TEST(SpanBlocks, NoFreeBitPastTheLastBlock) {
