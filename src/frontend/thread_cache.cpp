@@ -269,10 +269,10 @@ void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWo
 }
 
 // Makes the class's allocation word non-empty from the current span: its
-// next word of free bits (find_free_word), taken in O(1). A span with too few free blocks
-// to be worth a slow path (fewer than wake_frees) sleeps while other spans
-// have more, and the next span becomes current. Returns how many blocks the
-// word holds; 0 when the OS refuses memory.
+// next word of free bits (find_free_word), taken in O(1). A span with too
+// few free blocks to be worth a slow path (fewer than wake_frees) sleeps
+// while other spans have more, and the next span becomes current. Returns
+// how many blocks the word holds; 0 when the OS refuses memory.
 std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
   std::uint32_t start = next_word_of_current(cache, cls);
   for (;;) {
