@@ -12,6 +12,11 @@ constexpr unsigned char kPoison = 0xdf;
 constexpr std::size_t kPoisonLimit = 256;  // bytes checked per block
 
 std::uint64_t trailer_key() noexcept { return g_list_key * 0x9e3779b97f4a7c15ull; }
+
+// The trailer word: the block's last kCheckedTrailer bytes.
+const char* trailer_of(const void* block, std::size_t usable) noexcept {
+  return static_cast<const char*>(block) + usable - kCheckedTrailer;
+}
 }  // namespace
 
 std::size_t checked_block_usable(const Span* span) noexcept {
@@ -19,12 +24,14 @@ std::size_t checked_block_usable(const Span* span) noexcept {
 }
 
 void write_checked_size(void* block, std::size_t usable, std::uint64_t size) noexcept {
-  *reinterpret_cast<std::uint64_t*>(static_cast<char*>(block) + usable - kCheckedTrailer) = size ^ trailer_key();
+  const std::uint64_t word = size ^ trailer_key();
+  std::memcpy(const_cast<char*>(trailer_of(block, usable)), &word, sizeof word);
 }
 
 std::uint64_t read_checked_size(const void* block, std::size_t usable) noexcept {
-  return *reinterpret_cast<const std::uint64_t*>(static_cast<const char*>(block) + usable - kCheckedTrailer) ^
-         trailer_key();
+  std::uint64_t word;
+  std::memcpy(&word, trailer_of(block, usable), sizeof word);
+  return word ^ trailer_key();
 }
 
 void poison_block(void* block, std::size_t block_size) noexcept {

@@ -182,10 +182,11 @@ inline std::uint32_t find_free_word(const Span* span, std::uint32_t start) noexc
     while (lowest < words && span->free_bits[lowest] == 0) ++lowest;
     return lowest;
   }
-  if (count_bits(span->free_bits[lowest]) >= kDenseWordBlocks) return lowest;
+  std::uint32_t most = count_bits(span->free_bits[lowest]);
+  if (most >= kDenseWordBlocks) return lowest;
   if (start == kDensestWord) {
-    std::uint32_t densest = lowest, most = 0;
-    for (std::uint32_t w = lowest; w < used; ++w)
+    std::uint32_t densest = lowest;
+    for (std::uint32_t w = lowest + 1; w < used; ++w)
       if (const std::uint32_t n = count_bits(span->free_bits[w]); n > most) {
         most = n;
         densest = w;
