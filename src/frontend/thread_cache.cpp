@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <pthread.h>
+#include <sys/single_threaded.h>
 
 #include "backend/background_thread.h"
 #include "backend/metadata_pool.h"
@@ -972,24 +973,41 @@ void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept {
 
 namespace {
 constinit Mutex g_init_mutex;
-std::atomic<int> g_init_state{0};  // 0 none, 2 ready
+// 0: not set up; kReady: set up, the fork handlers not registered (the
+// process has had one thread so far); kForkReady: both.
+constexpr int kReady = 2, kForkReady = 3;
+std::atomic<int> g_init_state{0};
 // Set while this thread initializes: pthread_key_create and pthread_atfork
 // may allocate and come back here, and must not wait for themselves.
 constinit thread_local bool t_initializing __attribute__((tls_model("initial-exec"))) = false;
-}  // namespace
 
-bool initialized() noexcept { return g_init_state.load(std::memory_order_acquire) == 2; }
+// The fork handlers are registered when the process gets its second thread,
+// not at the first malloc: registering runs libc code next to fork and reads
+// libc's read-only data, 128 KiB of pages a single-threaded program
+// otherwise never maps (*Start-up cost* in docs/design.md). While there is
+// one thread, no lock of ours can be held by another thread at a fork, and
+// the child is an exact copy: nothing for the handlers to do. glibc clears
+// __libc_single_threaded in pthread_create before the thread exists and
+// then callocs the thread's TLS vector, which comes here while the process
+// still runs one thread: no fork can be under way in another thread, so
+// none can miss the handlers. (Any slow path of any thread checks too.)
+void register_fork_handlers() noexcept {
+  LockGuard guard(g_init_mutex);
+  if (g_init_state.load(std::memory_order_relaxed) == kForkReady) return;
+  t_initializing = true;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  g_init_state.store(kForkReady, std::memory_order_release);
+  t_initializing = false;
+}
 
-void ensure_initialized() noexcept {
-  if (__builtin_expect(g_init_state.load(std::memory_order_acquire) == 2, 1)) return;
-  if (t_initializing) return;  // nested call from the set-up below
+void initialize() noexcept {
   {
     // Every other thread waits here until the set-up is complete: one that
     // went on earlier would register its cache under g_exit_key before the
     // key exists, i.e. under key 0, another library's key (ASan's), whose
     // destructor then receives a ThreadCache* at thread exit.
     LockGuard guard(g_init_mutex);
-    if (g_init_state.load(std::memory_order_relaxed) == 2) return;
+    if (g_init_state.load(std::memory_order_relaxed) >= kReady) return;
     t_initializing = true;
     load_options();
     g_page_heap.set_decay(g_options.decay_ms * 1000000ull);
@@ -997,11 +1015,26 @@ void ensure_initialized() noexcept {
     g_hot.has_popcnt = os_cpu_has_popcnt();
     if (!g_options.check) __atomic_store_n(&g_hot.fast_size_limit, 1025, __ATOMIC_RELAXED);
     pthread_key_create(&g_exit_key, on_thread_exit);
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    g_init_state.store(2, std::memory_order_release);
+    g_init_state.store(kReady, std::memory_order_release);
     t_initializing = false;
   }
   start_background_thread_if_wanted();
+}
+}  // namespace
+
+bool initialized() noexcept { return g_init_state.load(std::memory_order_acquire) >= kReady; }
+
+bool fork_handlers_registered() noexcept {
+  return g_init_state.load(std::memory_order_acquire) == kForkReady;
+}
+
+void ensure_initialized() noexcept {
+  const int state = g_init_state.load(std::memory_order_acquire);
+  if (__builtin_expect(state == kForkReady, 1)) return;
+  if (state == kReady && __libc_single_threaded) return;
+  if (t_initializing) return;  // nested call from the set-up below
+  if (state < kReady) initialize();
+  if (!__libc_single_threaded) register_fork_handlers();
 }
 
 void fork_prepare() noexcept {

@@ -264,11 +264,13 @@ std::size_t thread_cache_metadata_bytes() noexcept;
 // Visits every registered cache (statistics), with the registry lock held.
 void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept;
 
-// Process-wide setup (secret key, thread exit hook, fork handlers).
+// Process-wide setup (secret key, thread exit hook; the fork handlers once
+// the process has a second thread).
 void ensure_initialized() noexcept;
 bool initialized() noexcept;
 
-// Fork support.
+// Fork support: the handlers, and whether they are registered yet.
+bool fork_handlers_registered() noexcept;
 void fork_prepare() noexcept;
 void fork_parent() noexcept;
 void fork_child() noexcept;

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <malloc.h>
 #include <stdlib.h>
+#include <sys/single_threaded.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -17,12 +18,17 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 // C23 names that glibc 2.36 does not declare yet. Weak, so a missing
 // definition shows up as a failed test instead of a link error.
 extern "C" void free_sized(void* ptr, size_t size) __attribute__((weak));
 extern "C" void free_aligned_sized(void* ptr, size_t alignment, size_t size) __attribute__((weak));
+
+namespace strata::detail {
+bool fork_handlers_registered() noexcept;  // frontend/thread_cache.h
+}
 
 namespace strata_test {
 namespace {
@@ -317,6 +323,23 @@ TEST(OperatorNew, StandardContainersRunOnStrata) {
   EXPECT_GE(strata_usable_size(words.data()), words.size() * sizeof(std::string));
   EXPECT_GE(strata_usable_size(words.back().data()), words.back().size() + 1);
 }
+
+// ---------------------------------------------------------------------------
+// Fork handlers: registered when the process gets its second thread, before
+// that thread runs (a single-threaded program never maps the libc pages
+// that registering touches; docs/design.md, *Start-up cost*).
+
+TEST(ForkHandlers, RegisteredBeforeTheSecondThreadRuns) {
+  if (!__libc_single_threaded) GTEST_SKIP() << "this process has had a second thread already (run alone, as ctest does)";
+  void* block = std::malloc(24);  // the process is set up
+  escape(block);
+  std::free(block);
+  EXPECT_FALSE(strata::detail::fork_handlers_registered()) << "registered while the process has one thread";
+  bool registered_when_it_ran = false;
+  std::thread([&] { registered_when_it_ran = strata::detail::fork_handlers_registered(); }).join();
+  EXPECT_TRUE(registered_when_it_ran) << "a second thread ran before the fork handlers were registered";
+}
+// Forks while other threads allocate: tests/stress/stress_fork.cpp.
 
 }  // namespace
 }  // namespace strata_test
