@@ -75,6 +75,22 @@ std::uint64_t sampling_interval_of_samples() noexcept {
   return used != 0 ? used : sampling_interval();
 }
 
+namespace {
+
+// The child of a fork from a single-threaded process ran no fork handler
+// (they are registered with the second thread: frontend/thread_cache.cpp),
+// so its thread still holds the parent's sampler. A thread id other than the
+// one recorded tells: the child draws afresh (children of one parent that
+// replayed its draws would all sample the same allocations).
+void leave_parents_draws(SamplerThread& self) noexcept {
+  const int id = static_cast<int>(syscall(SYS_gettid));
+  if (id == self.thread_id) return;
+  if (self.thread_id != 0) self.state.random = 0;
+  self.thread_id = id;
+}
+
+}  // namespace
+
 bool sampling_point_reached(std::size_t size) noexcept {
   SamplerThread& self = t_sampler;
   if (self.inside_profiler) return false;  // stays below zero: the next allocation tries again
@@ -83,6 +99,7 @@ bool sampling_point_reached(std::size_t size) noexcept {
     t_bytes_until_sample = kRecheckWhileOffBytes;
     return false;
   }
+  leave_parents_draws(self);
   if (self.state.random == 0) {
     // A new thread: its first point lies one fresh interval after its start.
     t_bytes_until_sample = next_interval(self.state, mean) - static_cast<std::int64_t>(size);

@@ -4,6 +4,7 @@
 // profile file and its errors, the sampler's distribution.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -267,6 +268,51 @@ TEST_F(Profiling, ForkChildCanDumpAndFreeParentsSampledBlocks) {
   EXPECT_EQ(read_file(path).rfind("heap profile: ", 0), 0u);
   std::remove(path.c_str());
   strata_free(parents);  // still live here
+}
+
+// Which of `count` allocations of 64 B the sampler picks, as a string of
+// 0 and 1; the blocks are freed afterwards.
+std::string sampled_pattern(int count) {
+  std::vector<void*> blocks;
+  std::string pattern;
+  for (int i = 0; i < count; ++i) {
+    std::size_t before = samples_total();
+    blocks.push_back(strata_malloc(64));
+    pattern += samples_total() > before ? '1' : '0';
+  }
+  for (void* p : blocks) strata_free(p);
+  return pattern;
+}
+
+// Parent and child continue from one sampler state; the child must draw
+// its own points (a fork from a single-threaded process runs no fork
+// handler: the sampler notices the new thread id).
+TEST_F(Profiling, ForkChildDrawsItsOwnSamplingPoints) {
+  ASSERT_EQ(strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 4096), 0);
+  strata_free(strata_malloc(64));  // this thread's sampler is seeded
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string mine = sampled_pattern(4000);
+    _exit(write(pipefd[1], mine.data(), mine.size()) == static_cast<ssize_t>(mine.size()) ? 0 : 1);
+  }
+  close(pipefd[1]);
+  std::string parents = sampled_pattern(4000);
+  std::string childs;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipefd[0], buffer, sizeof buffer)) > 0;) childs.append(buffer, static_cast<std::size_t>(n));
+  close(pipefd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  ASSERT_EQ(childs.size(), parents.size());
+  // About 62 samples each (4,000 x 64 B over a 4 KiB mean): equal patterns
+  // mean the child replayed the parent's draws.
+  EXPECT_GT(std::count(parents.begin(), parents.end(), '1'), 20);
+  EXPECT_GT(std::count(childs.begin(), childs.end(), '1'), 20);
+  EXPECT_NE(childs, parents) << "the fork child sampled exactly the parent's allocations";
 }
 
 TEST(Sampler, IntervalsAreExponentialWithTheRequestedMean) {
