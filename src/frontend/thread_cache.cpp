@@ -973,10 +973,10 @@ void visit_caches(void (*visit)(ThreadCache*, void*), void* context) noexcept {
 
 namespace {
 constinit Mutex g_init_mutex;
-// 0: not set up; kReady: set up, the fork handlers not registered (the
-// process has had one thread so far); kForkReady: both.
-constexpr int kReady = 2, kForkReady = 3;
-std::atomic<int> g_init_state{0};
+// kReady: set up, the fork handlers not registered (the process has had one
+// thread so far); kForkReady: both.
+constexpr int kNotSetUp = 0, kReady = 1, kForkReady = 2;
+std::atomic<int> g_init_state{kNotSetUp};
 // Set while this thread initializes: pthread_key_create and pthread_atfork
 // may allocate and come back here, and must not wait for themselves.
 constinit thread_local bool t_initializing __attribute__((tls_model("initial-exec"))) = false;

@@ -31,6 +31,8 @@ std::atomic<std::uint64_t> g_seed_base{0};
 std::atomic<std::uint64_t> g_seed_counter{0};
 std::atomic<std::uint64_t> g_interval_of_samples{0};
 
+int kernel_thread_id() noexcept { return static_cast<int>(syscall(SYS_gettid)); }
+
 std::uint64_t mix(std::uint64_t z) noexcept {  // splitmix64 finaliser
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
@@ -83,7 +85,7 @@ namespace {
 // one recorded tells: the child draws afresh (children of one parent that
 // replayed its draws would all sample the same allocations).
 void leave_parents_draws(SamplerThread& self) noexcept {
-  const int id = static_cast<int>(syscall(SYS_gettid));
+  const int id = kernel_thread_id();
   if (id == self.thread_id) return;
   if (self.thread_id != 0) self.state.random = 0;
   self.thread_id = id;
@@ -122,7 +124,7 @@ ProfilerReentryGuard::~ProfilerReentryGuard() {
 int current_thread_id() noexcept {
   int id = t_sampler.thread_id;
   if (id == 0) {
-    id = static_cast<int>(syscall(SYS_gettid));
+    id = kernel_thread_id();
     t_sampler.thread_id = id;
   }
   return id;
