@@ -79,6 +79,10 @@ BULK_SIZES = {False: (["16", "64", "1024", "mixed"], ["16", "64", "mixed"], ["64
 BULK_REPS = {False: 3, True: 2}
 BULK_ORDERS = [("in_order", "in allocation order"), ("reverse", "in reverse order"), ("random", "in random order")]
 HANDOFF_CONFIGS = [1, 2, 4]
+# Steady live set replaced at random (larson's loop): blocks per thread, and
+# operations per point and thread.
+STEADY_COUNTS = {False: [1000, 5000, 20000, 100000], True: [1000, 20000]}
+STEADY_OPS = {False: 4000000, True: 200000}
 # Memory over time: blocks in the cache, idle time after eviction (ms).
 EVICTION_BLOCKS = {False: 2000000, True: 100000}
 EVICTION_IDLE_MS = {False: 3000, True: 1000}
@@ -112,6 +116,14 @@ def bulk_jobs(quick, threads):
                             ["--mode", "cross", "--threads", str(threads), "--size", _size_arg(size)] + common,
                             f"bulk cross-thread {threads}T {_size_label(size)}", reps=BULK_REPS[quick]))
     return jobs
+
+
+def steady_jobs(quick, threads):
+    counts = ",".join(str(n) for n in STEADY_COUNTS[quick])
+    return [Job(f"steady_{T}t", "steady_replace",
+                ["--threads", str(T), "--counts", counts, "--ops", str(STEADY_OPS[quick])],
+                f"steady live set {T}T")
+            for T in ([1, threads] if threads > 1 else [1])]
 
 
 def make_jobs(quick, threads):
@@ -150,7 +162,7 @@ def make_jobs(quick, threads):
         Job("hugepages", "hugepage_live_set",
             ["--mib", str(HUGEPAGE_LIVE_MIB[q]), "--accesses", str(HUGEPAGE_ACCESSES[q])],
             f"huge pages {HUGEPAGE_LIVE_MIB[q]} MiB", env={"STRATA_HUGE_PAGES": "0"}),
-    ] + bulk_jobs(q, threads) + [
+    ] + bulk_jobs(q, threads) + steady_jobs(q, threads) + [
         Job("handoff_nxn", "handoff_nxn",
             ["--configs", ",".join(str(n) for n in HANDOFF_CONFIGS), "--objects", "200000" if q else "2000000"],
             "N producers x N consumers"),
@@ -265,7 +277,7 @@ def make_tables(threads, quick=False):
                Column("in huge pages (MiB)", "huge_page_mib", {}, 0),
                Column("peak RSS / live bytes", "rss_over_live", {}, 2)],
               primary=[0], better="lower", job="hugepages"),
-    ] + bulk_tables(threads, quick) + new_shape_tables(threads, quick)
+    ] + bulk_tables(threads, quick) + steady_tables(threads, quick) + new_shape_tables(threads, quick)
 
 
 def bulk_tables(threads, quick):
@@ -300,6 +312,20 @@ def bulk_tables(threads, quick):
                             "a share of the others' blocks (ns per pair per thread)",
                 subgroup=_size_label(size), flatness=True, short=f"bulk cross {size}"))
     return tables
+
+
+def steady_tables(threads, quick):
+    """The steady live set replaced at random: ns per operation at each N,
+    1 thread and T threads (the score is their geometric mean)."""
+    counts = STEADY_COUNTS[bool(quick)]
+    return [Table(f"steady_{T}t", "Steady live set replaced at random", "steady_replace", {"threads": T},
+                  [Column(f"N={n:,}", "ns_per_op", {"count": n}, 1) for n in counts],
+                  primary=list(range(len(counts))), better="lower", job=f"steady_{T}t", combine="geomean",
+                  group="steady_replace",
+                  group_title="Steady live set replaced at random (larson's loop), N blocks of 8-1000 B per "
+                              "thread: ns per free+malloc",
+                  subgroup="1 thread" if T == 1 else f"{T} threads", short=f"steady {T}T")
+            for T in ([1, threads] if threads > 1 else [1])]
 
 
 def new_shape_tables(threads, quick):

@@ -93,7 +93,8 @@ def group_table(members):
     markdown table: medians only (the ranges are in results.jsonl), the
     geometric mean over N, the ratios and the flatness (max / min over N)."""
     first = members[0][0]
-    header = ["size", "allocator"] + [c.label for c in first.columns] + ["geomean", "vs glibc", "vs best peer"]
+    header = (["size" if first.group.startswith("bulk") else "threads", "allocator"] +
+              [c.label for c in first.columns] + ["geomean", "vs glibc", "vs best peer"])
     if first.flatness:
         header.append("flatness (max/min)")
     header.append("peak RSS (MiB)")
@@ -247,7 +248,8 @@ def _units(built):
         elif t.group not in seen:
             seen.add(t.group)
             members = [(m, r) for m, r in built.values() if m.group == t.group]
-            units.append((group_label(t.group) + " (geomean over sizes and N)", t.better, t.kind, members))
+            over = "sizes" if t.group.startswith("bulk") else "threads"
+            units.append((group_label(t.group) + f" (geomean over {over} and N)", t.better, t.kind, members))
     return units
 
 
@@ -341,7 +343,8 @@ def headline_columns(threads):
         columns += [(f"bulk {threads}T", [f"bulk_{threads}t_in_order", f"bulk_{threads}t_reverse",
                                           f"bulk_{threads}t_random"]),
                     ("cross-thread bulk", ["bulk_cross"])]
-    columns += [("NxN handoff", ["handoff_nxn"]), ("small burst", ["small_burst"]),
+    columns += [("steady replace", ["steady_replace"]),
+                ("NxN handoff", ["handoff_nxn"]), ("small burst", ["small_burst"]),
                 ("thread churn", ["thread_churn"])]
     return columns
 
@@ -597,9 +600,10 @@ def write(ctx, lines, table_defs, jobs):
             note = "".join(_threads_note(int(x), ctx.cores) for x in threads if x.isdigit() and x != "1")
             if note:
                 md += [note.strip(), ""]
+            flatness = ("; *flatness*: the largest ns per pair over N divided by the smallest (1.00x: flat)"
+                        if t.flatness else "")
             md += ["Medians over repetitions (the min–max ranges are in results.jsonl); *geomean*: over N, "
-                   "the figure the ratios compare; *flatness*: the largest ns per pair over N divided by the "
-                   "smallest (1.00x: flat).", "", group_table(members), ""]
+                   f"the figure the ratios compare{flatness}.", "", group_table(members), ""]
             chart = pictures.get(f"group_{t.group}")
             if chart:
                 md += [f"![{t.group_title}]({chart})", ""]

@@ -23,10 +23,11 @@ REQUIRED_SECTIONS = ["## Headline", "## Seed 000: unordered_set", "## Seed 000: 
                      "## Bulk free, 1 thread: allocate N blocks, free them in allocation order",
                      "## Bulk free, 1 thread: allocate N blocks, free them in reverse order",
                      "## Bulk free, 1 thread: allocate N blocks, free them in random order",
-                     "## Bulk shapes at a glance", "## N producers x N consumers", "## Small bursts",
+                     "## Bulk shapes at a glance", "## Steady live set replaced at random", "## N producers x N consumers", "## Small bursts",
                      "## Thread churn", "## Start-up floor", "## Memory per thread", "## Memory over time",
                      "## Peak RSS over live bytes, every workload"]
-HEADLINE_COLUMNS = ["bulk in order", "bulk reverse", "bulk random", "NxN handoff", "small burst", "thread churn"]
+HEADLINE_COLUMNS = ["bulk in order", "bulk reverse", "bulk random", "steady replace", "NxN handoff", "small burst",
+                    "thread churn"]
 HEADLINE_MEMORY_COLUMNS = ["trivial C program (MiB)", "python3 -c pass (MiB)", "per thread (KiB)",
                            "after eviction", "peak RSS / leanest peer's"]
 REQUIRED_CHARTS = ["speedup_summary.png", "rss.png", "seed004_sweep_T16.png", "hugepage_live_set.png",
@@ -35,7 +36,7 @@ REQUIRED_CHARTS = ["speedup_summary.png", "rss.png", "seed004_sweep_T16.png", "h
 REQUIRED_WORKLOADS = ["seed000_unordered_set", "seed000_new_delete", "seed001_tests", "seed002_fixed",
                       "seed003_producer_consumer", "seed004_size_sweep", "server_larson", "fastpath_pair",
                       "hugepage_live_set", "bulk_free", "handoff_nxn", "small_burst", "thread_churn",
-                      "startup_floor", "thread_memory", "memory_over_time"]
+                      "startup_floor", "thread_memory", "memory_over_time", "steady_replace"]
 # Workload programs that count their live bytes (every one but the start-up floor).
 LIVE_COUNTED = [w for w in REQUIRED_WORKLOADS if w != "startup_floor"]
 HUGE_PAGES_ROW = "strata (huge pages)"
