@@ -26,8 +26,7 @@ struct Slots {
   std::vector<std::uint32_t> sizes;  // the program's bookkeeping, beside the pointers
 };
 
-// One operation per slot index drawn: free, malloc, two bytes written. The
-// victims and sizes come from a generator cheap enough not to hide the
+// Victims and sizes come from a generator cheap enough not to hide the
 // allocator (xorshift: a few instructions, no memory).
 struct Xorshift {
   std::uint64_t state;
@@ -39,6 +38,8 @@ struct Xorshift {
   }
 };
 
+// `ops` operations on the first `n` slots: free a random slot's block, malloc
+// one of a new random size in its place, write its first two bytes.
 __attribute__((noinline)) void replace(Slots& slots, long n, long ops, Xorshift& random, std::uint32_t min_size,
                                        std::uint32_t size_range) {
   char** blocks = slots.blocks.data();
