@@ -141,13 +141,13 @@ def _median_by(lines, key_fn):
 
 
 def bulk_group(out, group, members, lines):
-    """One bulk group (threads, order), or the steady live set: a subplot per
-    block size (or thread count), ns per pair against N on a log axis, one
-    line per preloaded allocator (median of repetitions), so that the reader
-    sees where each curve bends."""
+    """One group of tables (a bulk group: threads and order; the steady live
+    set): a subplot per table (block size, thread count), its metric against
+    N on a log axis, one line per preloaded allocator (median of
+    repetitions), so that the reader sees where each curve bends."""
     fig, axes = plt.subplots(1, len(members), figsize=(4.2 * len(members) + 1, 4.0), squeeze=False)
     handles = {}
-    steady = members[0][0].workload == "steady_replace"
+    x_label, y_label = members[0][0].chart_axes
     for ax, (table, rows) in zip(axes[0], members):
         metric = table.columns[0].metric
         mine = [l for l in lines if l.get("workload") == table.workload and l.get("metric") == metric
@@ -169,10 +169,9 @@ def bulk_group(out, group, members, lines):
         clipped = glibc_top > 1.6 * top > 0
         ax.set_ylim(0, 1.6 * top if clipped else 1.1 * max(top, glibc_top))
         ax.set_title(table.subgroup, fontsize=10)
-        ax.set_xlabel(("N live blocks per thread (log)" if steady else "N blocks per burst (log)") +
-                      ("; glibc above the axis" if clipped else ""), fontsize=8)
+        ax.set_xlabel(x_label + ("; glibc above the axis" if clipped else ""), fontsize=8)
         ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("ns per free+malloc" if steady else "ns per malloc+free pair")
+    axes[0][0].set_ylabel(y_label)
     fig.suptitle(members[0][0].group_title, fontsize=10)
     fig.legend(list(handles.values()), list(handles.keys()), loc="lower center", ncol=len(handles), fontsize=8)
     fig.tight_layout(rect=(0, 0.07, 1, 0.95))

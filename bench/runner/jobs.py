@@ -56,6 +56,9 @@ class Table:
     group: str = None         # tables of one group are printed as one table (bulk shapes)
     group_title: str = ""     # the group's title
     subgroup: str = ""        # this table's label inside its group (first column)
+    subgroup_by: tuple = ("size", "sizes")  # what a group's tables differ by (column name, plural)
+    # A group's chart: the x axis (N, log) and the y axis.
+    chart_axes: tuple = ("N blocks per burst (log)", "ns per malloc+free pair")
     flatness: bool = False    # show max/min over the primary columns (ns per pair against N)
     kind: str = "speed"       # "speed" or "memory" (memory: lower is leaner)
     show_rss: bool = True     # add the job's peak RSS column
@@ -324,7 +327,8 @@ def steady_tables(threads, quick):
                   group="steady_replace",
                   group_title="Steady live set replaced at random (larson's loop), N blocks of 8-1000 B per "
                               "thread: ns per free+malloc",
-                  subgroup="1 thread" if T == 1 else f"{T} threads", short=f"steady {T}T")
+                  subgroup="1 thread" if T == 1 else f"{T} threads", subgroup_by=("threads", "threads"),
+                  chart_axes=("N live blocks per thread (log)", "ns per free+malloc"), short=f"steady {T}T")
             for T in ([1, threads] if threads > 1 else [1])]
 
 

@@ -93,7 +93,7 @@ def group_table(members):
     markdown table: medians only (the ranges are in results.jsonl), the
     geometric mean over N, the ratios and the flatness (max / min over N)."""
     first = members[0][0]
-    header = (["size" if first.group.startswith("bulk") else "threads", "allocator"] +
+    header = ([first.subgroup_by[0], "allocator"] +
               [c.label for c in first.columns] + ["geomean", "vs glibc", "vs best peer"])
     if first.flatness:
         header.append("flatness (max/min)")
@@ -248,8 +248,8 @@ def _units(built):
         elif t.group not in seen:
             seen.add(t.group)
             members = [(m, r) for m, r in built.values() if m.group == t.group]
-            over = "sizes" if t.group.startswith("bulk") else "threads"
-            units.append((group_label(t.group) + f" (geomean over {over} and N)", t.better, t.kind, members))
+            units.append((group_label(t.group) + f" (geomean over {t.subgroup_by[1]} and N)", t.better, t.kind,
+                          members))
     return units
 
 

@@ -82,13 +82,11 @@ int main(int argc, char** argv) {
       const long n = counts[k];
       slots.blocks.assign(static_cast<std::size_t>(n), nullptr);
       slots.sizes.assign(static_cast<std::size_t>(n), 0);
-      double live = 0;
       for (long i = 0; i < n; ++i) {
         const std::uint32_t size = min_size + static_cast<std::uint32_t>(random.next() & 0xffffffffu) % size_range;
         slots.blocks[static_cast<std::size_t>(i)] = static_cast<char*>(std::malloc(size));
         slots.blocks[static_cast<std::size_t>(i)][0] = 1;
         slots.sizes[static_cast<std::size_t>(i)] = size;
-        live += size;
       }
       replace(slots, n, n, random, min_size, size_range);  // untimed: every block replaced once
       for (long chunk = 0; chunk < chunks; ++chunk) {
@@ -100,7 +98,7 @@ int main(int argc, char** argv) {
       }
       // Live bytes at the end of the point, the peak's order (sizes are drawn
       // from one distribution, so the live set hardly moves).
-      live = 0;
+      double live = 0;
       for (std::uint32_t s : slots.sizes) live += s;
       peak_live[static_cast<std::size_t>(me)] =
           std::max(peak_live[static_cast<std::size_t>(me)], live + double(n) * (sizeof(char*) + sizeof(std::uint32_t)));
