@@ -97,7 +97,8 @@ void add_cache(ThreadCache* cache, void* context) {
   if (cache->life == ThreadCache::Life::kAlive) ++totals->threads;
   totals->remote_frees += peek(cache->stats.remote_frees);
   totals->remote_batches += peek(cache->stats.batches_sent);
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) totals->cached[cls] += count_bits(peek(cache->words[cls].bits));
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls)
+    totals->cached[cls] += count_bits(peek(cache->words[cls].bits)) + peek(cache->recent[cls].count);
   for (const OutboxSlot& slot : cache->outbox.slots)
     if (const Parcel* parcel = peek(slot.parcel)) add_parcel(parcel, totals);
   add_inbox(cache->inbox, totals);

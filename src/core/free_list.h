@@ -1,7 +1,7 @@
-// Links threaded through blocks: only the single blocks that wait in an
-// inbox use them (a thread without a cache frees another thread's block,
-// frontend/inbox.h). Free blocks of spans are bits (core/span_blocks.h) and
-// are never written.
+// Links threaded through blocks: the single blocks that wait in an inbox
+// (a thread without a cache frees another thread's block, frontend/inbox.h)
+// and a listing thread's recent lists (frontend/recent_blocks.h). Free
+// blocks in spans are bits (core/span_blocks.h) and are never written.
 //
 // The link stored in such a block is encoded: next XOR a per-process secret
 // (g_list_key), so that a stray write into a block in transit shows up as a

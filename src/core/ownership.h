@@ -5,7 +5,7 @@
 // lock). The owner is written in two places: the span, and the owner tag of
 // every page map entry of its pages, which is the owner's address, or 0.
 // The free fast path compares the tag with its own cache: equal means "mine,
-// push it"; anything else (another owner, no owner, a large or free span, a
+// set its bit"; anything else (another owner, no owner, a large or free span, a
 // pointer strata never returned) takes the slow path.
 //
 // Every change to or from thread T's ownership is written by T itself (it
@@ -13,6 +13,7 @@
 // names T (docs/design.md, invariant 4).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/page_map.h"
@@ -23,6 +24,18 @@ namespace strata::detail {
 
 inline std::uintptr_t owner_tag_for(const ThreadCache* owner) noexcept {
   return reinterpret_cast<std::uintptr_t>(owner);
+}
+
+// An owner may tag the pages of one class's spans with its address plus
+// the class instead (caches are 4096-aligned, classes below 64): its own
+// frees of those blocks then miss the fast path's compare and go to the
+// class's list of recent blocks (frontend/recent_blocks.h). Every other
+// reader wants the owner alone.
+inline constexpr std::uintptr_t kTagClassBits = 63;
+static_assert(kNumClasses - 1 <= kTagClassBits, "a class fits the tag's low bits");
+inline std::uintptr_t owner_of_tag(std::uintptr_t tag) noexcept { return tag & ~kTagClassBits; }
+inline std::uintptr_t listing_tag_for(const ThreadCache* owner, std::size_t cls) noexcept {
+  return reinterpret_cast<std::uintptr_t>(owner) + cls;
 }
 
 // Makes `owner` (nullptr: the central cache) the owner of a small span.

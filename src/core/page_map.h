@@ -8,7 +8,8 @@
 //          written: 16 + 4 bytes per 8 KiB page, 0.25 %)
 //
 // Each entry holds two words: the Span*, and an owner tag (the owning
-// ThreadCache's address) for pages of small spans owned by a thread, 0
+// ThreadCache's address, plus the class while its thread lists the class:
+// core/ownership.h) for pages of small spans owned by a thread, 0
 // otherwise. The free fast path compares the tag with its own cache without
 // touching anything else. A tag changes only when ownership changes, and
 // every change to or from thread T's ownership is written by T itself (it

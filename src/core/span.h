@@ -15,17 +15,18 @@
 //
 // Free blocks of a small span are bits, not lists: bit i of `free_bits` is
 // set while block i is free and on the span (out-of-band metadata, as in
-// jemalloc's slabs). Neither malloc nor free ever writes into a block, so
-// blocks the program never wrote cost no memory, a freed block's line is
-// never touched again by the allocator, and a heap overflow cannot reach
-// the allocator's metadata. A free block is in exactly one of two places:
-// the span's bits, or its owner's allocation word for the class (a word of
-// bits the owner took from the span, frontend/thread_cache.h).
+// jemalloc's slabs). Neither malloc nor free writes into a block (but in a
+// *listing* thread, whose own frees go onto lists threaded through the
+// blocks: frontend/recent_blocks.h), so blocks the program never wrote cost
+// no memory, and a heap overflow cannot reach the spans' metadata. A free
+// block is in exactly one of three places: the span's bits, its owner's
+// allocation word for the class (a word of bits the owner took from the
+// span, frontend/thread_cache.h), or its owner's recent list of the class.
 //
 // Counting invariant (the one the tests check), for an awake span:
 //   countdown (blocks out) + popcount(free_bits) == capacity
-// where "out" means in use by the program, on the owner's allocation word,
-// or travelling back to the owner. A sleeping span counts frees until it
+// where "out" means in use by the program, on the owner's allocation word
+// or recent list, or travelling back to the owner. A sleeping span counts frees until it
 // wakes instead (below).
 #pragma once
 

@@ -15,6 +15,7 @@
 #include "core/diagnostics.h"
 #include "core/ownership.h"
 #include "frontend/misuse.h"
+#include "frontend/recent_blocks.h"
 #include "frontend/remote_free.h"
 #include "platform/options.h"
 #include "profile/profile.h"
@@ -142,7 +143,8 @@ Span* reuse_kept_span_of_another_class(ThreadCache* cache, std::size_t cls, std:
     --cache->owned_spans[other];
     format_small_span(span, cls);  // verified when it emptied
     // Tagged with us already: only the class words change (no other thread
-    // may free into an empty span).
+    // may free into an empty span), and the tag if one class lists and the
+    // other does not (fetched).
     g_page_map.set_page_classes(span->first_page, span->page_count, cls);
     return span;
   }
@@ -182,9 +184,13 @@ std::uint32_t pages_wanted(const ThreadCache* cache, std::size_t cls) noexcept {
   return cache->owned_spans[cls] >= kLongSpansAfter || ((cache->long_wanted >> cls) & 1) ? info.long_pages : info.span_pages;
 }
 
-// Counts a span taken for `cls` from outside its lists.
+// Counts a span taken for `cls` from outside its lists, and gives its
+// pages the tag the class's spans have (a span comes tagged with the plain
+// tag, or with another class's).
 Span* fetched(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
   ++cache->owned_spans[cls];
+  if (const std::uintptr_t tag = own_tag(cache, cls); g_page_map.owner_tag(span->start()) != tag)
+    g_page_map.set_owner_tag(span->first_page, span->page_count, tag);
   return span;
 }
 
@@ -258,9 +264,10 @@ inline std::uint32_t next_word_of_current(const ThreadCache* cache, std::size_t 
   return cache->words[cls].span_word + 1;
 }
 
-// Makes `taken` (bits of `span`, the class's current span) the class's
-// allocation word.
-void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken) noexcept {
+// Makes `taken` (bits of `span`, the class's current span, `blocks` of
+// them) the class's allocation word.
+void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken, std::uint32_t blocks) noexcept {
+  count_word_for_listing(cache, blocks, span->free_bits[taken.word] == 0);
   AllocWord& word = cache->words[cls];
   word.bits = taken.bits;
   word.base = taken.base;
@@ -283,8 +290,9 @@ std::uint32_t refill(ThreadCache* cache, std::size_t cls) noexcept {
       if (free >= span_wake_frees(span) || (free != 0 && cache->partial[cls].empty())) {
         TakenWord taken;
         if (!take_free_word(span, taken, cache->spans_taken < kBusySpans, start)) return 0;  // cannot happen: free != 0
-        install_word(cache, cls, span, taken);
-        return count_bits(taken.bits);
+        const std::uint32_t blocks = count_bits(taken.bits);
+        install_word(cache, cls, span, taken, blocks);
+        return blocks;
       }
       put_to_sleep(cache, span);
       cache->current[cls] = nullptr;
@@ -333,6 +341,7 @@ void count_for_sampling(ThreadCache* cache, std::size_t cls, std::uint64_t block
     if (sampling_point_in(size)) {
       cut_word(cache, cls, counted + before);
       cache->sample_pending[cls >> 6] |= std::uint64_t{1} << (cls & 63);
+      cache->recent[cls].sample_pending = 1;
       return;
     }
     counted += before + 1;  // not sampled (profiling off, a new thread arming): count on
@@ -343,6 +352,7 @@ bool take_sample_pending(ThreadCache* cache, std::size_t cls) noexcept {
   std::uint64_t bit = std::uint64_t{1} << (cls & 63);
   if ((cache->sample_pending[cls >> 6] & bit) == 0) return false;
   cache->sample_pending[cls >> 6] &= ~bit;
+  cache->recent[cls].sample_pending = 0;
   return true;
 }
 
@@ -443,7 +453,7 @@ void forward_block(ThreadCache* cache, void* block, Span* span) noexcept {
 __attribute__((always_inline)) inline bool owned_or_forwarded(ThreadCache* cache, void* block, Span*& span) noexcept {
   PageMap::EntryRef entry = g_page_map.entry_ref(block);  // one lookup for the tag and the span
   span = entry.span();
-  if (entry.owner_tag() == owner_tag_for(cache)) return true;
+  if (owner_of_tag(entry.owner_tag()) == owner_tag_for(cache)) return true;
   forward_block(cache, block, span);
   return false;
 }
@@ -561,6 +571,7 @@ namespace {
 // that hold no live block.
 void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
   std::uint64_t period = g_options.decay_ms * 1000000ull;
+  flush_recent(cache);  // an idle thread's recent blocks would keep their spans from emptying
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     SpanList& spans = cache->partial[cls];
     for (Span* span = spans.tail; span != nullptr && span->kept_empty;) {
@@ -616,6 +627,7 @@ void housekeeping(ThreadCache* cache) noexcept {
 std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
   flush_outbox(cache);
   drain_inbox(cache);
+  flush_recent(cache);
   std::size_t released = 0;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls] != nullptr) {
@@ -703,7 +715,7 @@ __attribute__((always_inline)) inline void* take_word_of(ThreadCache* cache, std
   t_bytes_until_sample -= bytes;
   take_word(span, taken, blocks);
   --cache->slow_until_housekeeping;
-  install_word(cache, cls, span, taken);
+  install_word(cache, cls, span, taken, blocks);
   return take_lowest_block(word, taken.bits);
 }
 
@@ -746,12 +758,23 @@ __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
 
 }  // namespace
 
-__attribute__((noinline)) void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept {
+namespace {
+__attribute__((noinline)) void* allocate_word_from_entry(std::size_t size, std::uintptr_t offset) noexcept {
   if (void* block = take_next_word(class_of_offset(offset))) return block;
   return allocate_slow(class_of_offset(offset), size, STRATA_CALL_SITE);
 }
+}  // namespace
+
+// Both take the class's newest recent block first (a listing class; none
+// otherwise), then a word. The recent block's path makes no call: no
+// stack frame.
+__attribute__((noinline)) void* allocate_slow_from_entry(std::size_t size, std::uintptr_t offset) noexcept {
+  if (void* block = take_recent(t_cache, offset)) return block;
+  return allocate_word_from_entry(size, offset);
+}
 
 void* allocate_slow_taking_word(std::size_t cls, std::size_t size, CallSite site, std::size_t alignment) noexcept {
+  if (void* block = take_recent(t_cache, word_offset(cls))) return block;
   if (void* block = take_next_word(cls)) return block;
   return allocate_slow(cls, size, site, alignment);
 }
@@ -853,7 +876,7 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
   // threads free through the shared empty and dead caches, whose outboxes
   // never open a parcel: they go on to deallocate_general (which counts a
   // young thread's remote frees), as does every other case.
-  const std::uintptr_t tag = entry.owner_tag_acquire();
+  const std::uintptr_t tag = owner_of_tag(entry.owner_tag_acquire());
   if (tag != 0) {
     const PageMap::PageClass page = entry.page_class();
     const std::size_t offset = page.page_offset | (reinterpret_cast<std::uintptr_t>(block) & (kPageSize - 1));
@@ -870,6 +893,7 @@ void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) n
   }
   return deallocate_general(block);
 }
+
 
 // --- thread life ------------------------------------------------------------------
 
@@ -904,7 +928,10 @@ ThreadCache* create_cache() noexcept {
     }
     cache->life = ThreadCache::Life::kAlive;
   }
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) cache->words[cls].size = class_size(cls);
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    cache->words[cls].size = class_size(cls);
+    cache->recent[cls].multiple_test = class_info(cls).multiple_test;
+  }
   cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;
@@ -912,6 +939,7 @@ ThreadCache* create_cache() noexcept {
   for (std::uint8_t& asked : cache->paged_requests) asked = 0;
   if (cache->scavenge_epoch == 0) cache->scavenge_epoch = 1;  // spans unused for a whole epoch give pages back
   cache->sample_pending[0] = cache->sample_pending[1] = 0;
+  for (RecentList& list : cache->recent) list.sample_pending = 0;
   t_live_cache = cache;
   t_cache = cache;
   drain_inbox(cache);  // a reused cache may have mail for spans now owned elsewhere
@@ -932,6 +960,7 @@ ThreadCache* current_cache(bool create) noexcept {
 void release_thread_cache(ThreadCache* cache) noexcept {
   flush_outbox(cache);
   drain_inbox(cache);
+  stop_listing(cache);  // abandon below gives the spans the central cache's tag
   for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
     if (cache->current[cls] != nullptr) {
       return_alloc_word(cache, cls);

@@ -13,10 +13,13 @@
 // (frontend/remote_free.h), and set their bits when the owner drains it.
 //
 // Fast paths (inline here) and slow paths (thread_cache.cpp) pair up:
-//   allocate   -> allocate_slow      (allocation word used up: the current
+//   allocate   -> allocate_slow      (allocation word used up: a listing
+//                                     class's recent block, the current
 //                                     span's next word, other spans,
 //                                     central cache, page heap)
-//   deallocate -> deallocate_slow    (not ours: remote, large, invalid)
+//   deallocate -> free_to_recent_list (ours, of a listing class:
+//                                     frontend/recent_blocks.h)
+//              -> deallocate_slow    (not ours: remote, large, invalid)
 //              -> span_countdown_hit (the span became empty, or a sleeping
 //                                     span collected enough frees to wake)
 //              -> block_freed_twice  (its bit was set already)
@@ -33,6 +36,7 @@
 #include <cstdint>
 
 #include "core/hot_settings.h"
+#include "core/ownership.h"
 #include "core/page_map.h"
 #include "core/size_classes.h"
 #include "core/span.h"
@@ -57,6 +61,20 @@ struct AllocWord {
 };
 static_assert(sizeof(AllocWord) == 32, "class_of_offset shifts by 5");
 static_assert(kNumClasses <= 64, "ThreadCache::long_wanted has a bit per class");
+
+// A class's recently freed blocks, newest first, threaded through the
+// blocks (frontend/recent_blocks.h): used only while the class is *listing*
+// (ThreadCache::listing), and empty otherwise.
+struct RecentList {
+  void* head = nullptr;
+  std::uint64_t count = 0;
+  std::uint64_t multiple_test = 0;  // the class's (is_block_start), on the line the free writes
+  // The class's bit of ThreadCache::sample_pending, on the line
+  // take_recent reads (and the size of an AllocWord: a word's offset finds
+  // its list too).
+  std::uint64_t sample_pending = 0;
+};
+static_assert(sizeof(RecentList) == sizeof(AllocWord), "recent_at indexes lists by word offset");
 
 struct ThreadCacheStats {
   std::uint64_t frees_slow = 0;
@@ -101,6 +119,13 @@ class alignas(4096) ThreadCache {
   std::uint16_t owned_spans[kNumClasses] = {};    // spans of the class this cache owns now (picks short or long spans)
   std::uint64_t long_wanted = 0;  // bit per class: its spans are long (a short one emptied while the thread held several)
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its word runs dry at a sampled allocation
+  // Listing (frontend/recent_blocks.h): the classes whose spans' pages
+  // carry listing tags (the thread's frees of their blocks go to
+  // recent[cls]), whether the thread lists, and what decides it.
+  std::uint64_t listing = 0;
+  RecentList recent[kNumClasses];
+  bool lists = false;
+  std::uint32_t window = 0;  // words taken in the window << 16 | their blocks
   ThreadCache* registry_next = nullptr;  // every cache ever made
   ThreadCache* dead_next = nullptr;      // caches of exited threads, for reuse
 };
@@ -132,6 +157,10 @@ void* allocate_slow_taking_word(std::size_t cls, std::size_t size, CallSite site
 // `entry` is the page map entry of the block's page, which the fast path
 // has read already (passed in two registers: no second lookup).
 void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept;
+// A block of a listing class of ours, `cls`: onto the class's recent list
+// (frontend/recent_blocks.h). Its arguments in the registers the fast path
+// holds them in.
+void free_to_recent_list(void* block, PageMap::EntryRef entry, ThreadCache* cache, std::uintptr_t cls) noexcept;
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
 
 // Byte offset of class `cls`'s allocation word inside a ThreadCache, and back.
@@ -227,8 +256,17 @@ inline void deallocate(void* block) noexcept {
   // entry of a block this thread owns was written by this thread or before
   // the block was handed to it.
   PageMap::EntryRef entry = g_page_map.entry_ref(block);
-  if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0))
+  if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0)) {
+    // Ours still if the tag is our address plus a class: a listing class
+    // (frontend/recent_blocks.h). The tag is read again, through a copy of
+    // the entry the compiler cannot see through: the compare above then
+    // takes it from memory, one instruction less on the bit path.
+    PageMap::EntryRef again = entry;
+    asm("" : "+r"(again.leaf));
+    const std::uintptr_t cls = again.owner_tag() - reinterpret_cast<std::uintptr_t>(cache);
+    if (__builtin_expect(cls - 1 < kTagClassBits, 1)) return free_to_recent_list(block, entry, cache, cls);
     return deallocate_slow(block, entry, cache);
+  }
   free_owned(cache, entry.span(), block);
 }
 

@@ -21,6 +21,8 @@
 
 #include <strata/strata.h>
 
+#include "frontend/recent_blocks.h"
+#include "frontend/thread_cache.h"
 #include "profile/fast_math.h"
 #include "profile/pointer_index.h"
 #include "profile/sampler.h"
@@ -184,6 +186,41 @@ TEST_F(Profiling, SampledBlocksFreedByOtherThreadsLeaveTheLiveSet) {
   });
   consumer.join();
   EXPECT_EQ(samples_live(), live_before);
+}
+
+// A thread that lists (frontend/recent_blocks.h) hands out the blocks it
+// freed from its lists, not from allocation words: each is counted for
+// sampling as it is taken, so the samples still follow the bytes.
+TEST_F(Profiling, BlocksAListingThreadReusesAreCountedForSampling) {
+  constexpr long kInterval = 64 * 1024;
+  ASSERT_EQ(strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, kInterval), 0);
+  constexpr int kPairs = 100000;
+  const std::size_t before = samples_total();
+  bool listing = false;
+  std::thread([&] {
+    using namespace strata::detail;
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // busy: a cache of its own
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    for (int i = 0; i < kPairs; ++i) {
+      // Listing, as after a window of sparse words. (The sampled
+      // allocations' words are dense: a window of them would stop it.)
+      if (i % 1000 == 0) {
+        cache->window = kListingWindowWords << 16;
+        close_listing_window(cache);
+      }
+      char* p = static_cast<char*>(strata_malloc(1000));
+      p[0] = 1;
+      strata_free(p);
+    }
+    listing = ((cache->listing >> size_to_class(1000)) & 1) != 0;
+  }).join();
+  // Each sampled allocation takes a word (its block is the sampled one);
+  // nearly every other one is the block freed just before, from the list.
+  EXPECT_TRUE(listing);
+  const double expected = double(kPairs) * 1024 / kInterval;  // 1000 B requests take 1 KiB blocks
+  const double taken = double(samples_total() - before);
+  EXPECT_NEAR(taken / expected, 1.0, 0.2) << taken << " samples, " << expected << " expected";
 }
 
 TEST_F(Profiling, ManyThreadsSampleAndFreeEachOthersBlocks) {

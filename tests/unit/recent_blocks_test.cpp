@@ -1,0 +1,280 @@
+// Recent blocks (frontend/recent_blocks.h): a thread whose allocation words
+// come out sparse lists its own frees, newest first, in front of its words;
+// bursts do not list, and a burst in a listing class turns the class back
+// to bits; lists go back to the bits on request, at exit and at scavenges;
+// misuse of a listed block is caught.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/ownership.h"
+#include "core/page_map.h"
+#include "core/span_blocks.h"
+#include "frontend/recent_blocks.h"
+#include "frontend/thread_cache.h"
+#include "strata/strata.h"
+
+using namespace strata::detail;
+
+namespace {
+
+bool lists_class(const ThreadCache* cache, std::size_t cls) { return ((cache->listing >> cls) & 1) != 0; }
+
+std::uintptr_t tag_of(const void* block) { return g_page_map.entry_ref(block).owner_tag(); }
+
+std::uint32_t free_bits_set(const Span* span) {
+  std::uint32_t n = 0;
+  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
+  return n;
+}
+
+// The counting invariant of core/span.h for every span the cache owns: a
+// listed block counts as out of its span, as one on the allocation word.
+void expect_counts_add_up(ThreadCache* cache) {
+  auto check = [](const Span* span) { EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity); };
+  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+    if (cache->current[cls]) check(cache->current[cls]);
+    for (Span* s = cache->partial[cls].head; s; s = s->next) check(s);
+    for (Span* s = cache->sleeping[cls].head; s; s = s->next) check(s);
+  }
+}
+
+// The calling thread's cache, listing as after a window of sparse words.
+ThreadCache* listing_cache() {
+  for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // busy: a cache of its own
+  ThreadCache* cache = current_cache(false);
+  if (cache == nullptr) return nullptr;
+  cache->window = kListingWindowWords << 16;  // that many whole words, no block in them
+  close_listing_window(cache);
+  return cache;
+}
+
+// Takes the class's allocation word's blocks, so that the next malloc of
+// the class goes to its list.
+std::vector<void*> empty_the_word(ThreadCache* cache, std::size_t size) {
+  std::vector<void*> taken;
+  while (cache->words[size_to_class(size)].bits != 0) taken.push_back(strata_malloc(size));
+  return taken;
+}
+
+// A live set of blocks of 8-1000 B replaced at random, as larson does.
+void replace_at_random(std::vector<void*>& slots, int operations, std::mt19937& random) {
+  std::uniform_int_distribution<std::size_t> size(8, 1000);
+  for (void*& slot : slots)
+    if (slot == nullptr) slot = strata_malloc(size(random));
+  for (int i = 0; i < operations; ++i) {
+    void*& slot = slots[random() % slots.size()];
+    strata_free(slot);
+    slot = strata_malloc(size(random));
+    static_cast<char*>(slot)[0] = 1;
+  }
+}
+
+}  // namespace
+
+TEST(RecentBlocks, ALiveSetReplacedAtRandomListsAndABurstDoesNot) {
+  std::thread([] {
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    // Bursts: allocate 20,000 blocks, free them in random order, again.
+    std::mt19937 random(7);
+    std::vector<void*> blocks(20000);
+    for (int round = 0; round < 20; ++round) {
+      for (void*& b : blocks) b = strata_malloc(8 + random() % 993);
+      std::shuffle(blocks.begin(), blocks.end(), random);
+      for (void* b : blocks) strata_free(b);
+    }
+    EXPECT_FALSE(cache->lists) << "whole bursts leave dense words";
+    EXPECT_EQ(cache->listing, 0u);
+    std::vector<void*> slots(20000, nullptr);
+    replace_at_random(slots, 300000, random);
+    EXPECT_TRUE(cache->lists) << "random replacement leaves sparse words";
+    const std::size_t cls = size_to_class(512);
+    EXPECT_TRUE(lists_class(cache, cls));
+    EXPECT_FALSE(lists_class(cache, size_to_class(4096))) << "classes over 1 KiB never list";
+    // Every page of the class's spans carries the listing tag.
+    void* block = strata_malloc(512);
+    EXPECT_EQ(tag_of(block), listing_tag_for(cache, cls));
+    EXPECT_EQ(owner_of_tag(tag_of(block)), owner_tag_for(cache));
+    strata_free(block);
+    expect_counts_add_up(cache);
+    for (void* slot : slots) strata_free(slot);
+  }).join();
+}
+
+TEST(RecentBlocks, ListedBlocksComeBackNewestFirstAndWarm) {
+  std::thread([] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(64);
+    ASSERT_TRUE(lists_class(cache, cls));
+    void* a = strata_malloc(64);
+    void* b = strata_malloc(64);
+    EXPECT_EQ(tag_of(a), listing_tag_for(cache, cls));
+    const std::uint64_t count = cache->recent[cls].count;
+    strata_free(a);
+    strata_free(b);
+    EXPECT_EQ(cache->recent[cls].count, count + 2);
+    EXPECT_FALSE(block_is_free(g_page_map.lookup(a), a)) << "a listed block is out of its span";
+    std::vector<void*> word = empty_the_word(cache, 64);
+    EXPECT_EQ(strata_malloc(64), b);
+    EXPECT_EQ(strata_malloc(64), a);
+    expect_counts_add_up(cache);
+    for (void* p : word) strata_free(p);
+    strata_free(a);
+    strata_free(b);
+  }).join();
+}
+
+TEST(RecentBlocks, AFullListTurnsItsClassBackToBitsUntilTheNextWindow) {
+  std::thread([] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(96);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < kRecentLimit + 10; ++i) blocks.push_back(strata_malloc(96));
+    ASSERT_EQ(cache->recent[cls].count, 0u);
+    for (void* p : blocks) strata_free(p);
+    EXPECT_FALSE(lists_class(cache, cls)) << "a burst turned the class back";
+    EXPECT_EQ(cache->recent[cls].count, 0u) << "its list went to the bits";
+    EXPECT_TRUE(cache->lists) << "the other classes still list";
+    for (void* p : blocks) {
+      EXPECT_TRUE(block_is_free(g_page_map.lookup(p), p));
+      EXPECT_EQ(tag_of(p), owner_tag_for(cache)) << "the plain tag: frees take the bit path";
+    }
+    expect_counts_add_up(cache);
+    cache->window = kListingWindowWords << 16;
+    close_listing_window(cache);
+    EXPECT_TRUE(lists_class(cache, cls));
+    void* again = strata_malloc(96);
+    EXPECT_EQ(tag_of(again), listing_tag_for(cache, cls));
+    strata_free(again);
+  }).join();
+}
+
+TEST(RecentBlocks, ADenseWindowStopsTheThreadListing) {
+  std::thread([] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    void* p = strata_malloc(200);
+    strata_free(p);
+    EXPECT_EQ(cache->recent[size_to_class(200)].count, 1u);
+    cache->window = (kListingWindowWords << 16) | (kListingWindowWords * kBitsBlocksPerWord);
+    close_listing_window(cache);
+    EXPECT_FALSE(cache->lists);
+    EXPECT_EQ(cache->listing, 0u);
+    EXPECT_EQ(cache->recent[size_to_class(200)].count, 0u);
+    EXPECT_TRUE(block_is_free(g_page_map.lookup(p), p));
+    void* q = strata_malloc(200);
+    EXPECT_EQ(tag_of(q), owner_tag_for(cache));
+    strata_free(q);
+  }).join();
+}
+
+TEST(RecentBlocks, ListsGoBackToTheBitsOnReleaseAndAtThreadExit) {
+  std::vector<void*> freed;
+  std::thread([&] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    for (int i = 0; i < 20; ++i) freed.push_back(strata_malloc(48));
+    std::vector<void*> kept;
+    for (int i = 0; i < 20; ++i) kept.push_back(strata_malloc(48));
+    for (void* p : freed) strata_free(p);
+    EXPECT_EQ(cache->recent[size_to_class(48)].count, 20u);
+    strata_release_free_memory();
+    EXPECT_EQ(cache->recent[size_to_class(48)].count, 0u);
+    for (void* p : freed) EXPECT_TRUE(block_is_free(g_page_map.lookup(p), p));
+    expect_counts_add_up(cache);
+    for (void* p : kept) strata_free(p);  // listed again, then flushed by the exit
+    EXPECT_EQ(cache->recent[size_to_class(48)].count, 20u);
+  }).join();
+  // The exited thread's spans went to the central cache (or the page heap):
+  // no owner tag names it, and its blocks are free there.
+  strata_stats_t stats;
+  strata_stats(&stats);
+  for (void* p : freed) EXPECT_EQ(owner_of_tag(tag_of(p)), 0u);
+}
+
+TEST(RecentBlocks, SpansTakenWhileListingGetTheListingTag) {
+  std::thread([] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(640);
+    std::vector<void*> blocks;  // several spans' worth: new spans join while the class lists
+    for (int i = 0; i < 200; ++i) blocks.push_back(strata_malloc(640));
+    for (void* p : blocks) EXPECT_EQ(tag_of(p), listing_tag_for(cache, cls));
+    for (void* p : blocks) strata_free(p);
+  }).join();
+}
+
+TEST(RecentBlocksDeathTest, ASecondFreeOfAListedBlockIsCaughtWhenTheListGivesItOut) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        ThreadCache* cache = listing_cache();
+        if (cache == nullptr) std::exit(2);
+        void* p = strata_malloc(64);
+        std::vector<void*> word = empty_the_word(cache, 64);
+        strata_free(p);
+        strata_free(p);
+        void* first = strata_malloc(64);
+        void* second = strata_malloc(64);
+        std::fprintf(stderr, "not caught: %p %p\n", first, second);
+        std::exit(0);
+      }).join(),
+      "double free");
+}
+
+TEST(RecentBlocksDeathTest, ASecondFreeOfAListedBlockIsCaughtWhenTheListIsFlushed) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        if (listing_cache() == nullptr) std::exit(2);
+        void* p = strata_malloc(64);
+        void* q = strata_malloc(64);
+        strata_free(p);
+        strata_free(q);
+        strata_free(p);
+        strata_release_free_memory();
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "double free");
+}
+
+TEST(RecentBlocksDeathTest, AFreeOfAnInteriorPointerIsCaught) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        if (listing_cache() == nullptr) std::exit(2);
+        char* p = static_cast<char*>(strata_malloc(64));
+        strata_free(p + 16);
+        std::fprintf(stderr, "not caught\n");
+        std::exit(0);
+      }).join(),
+      "interior pointer");
+}
+
+TEST(RecentBlocksDeathTest, AWriteIntoAListedBlockIsCaughtWhenTheListGivesItOut) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      std::thread([] {
+        ThreadCache* cache = listing_cache();
+        if (cache == nullptr) std::exit(2);
+        void* p = strata_malloc(64);
+        std::vector<void*> word = empty_the_word(cache, 64);
+        strata_free(p);
+        static_cast<std::uintptr_t*>(p)[1] = 0;  // a write after free
+        void* again = strata_malloc(64);
+        std::fprintf(stderr, "not caught: %p\n", again);
+        std::exit(0);
+      }).join(),
+      "write after free");
+}
