@@ -50,7 +50,6 @@ void turn_to_bits(ThreadCache* cache, std::size_t cls) noexcept {
   flush_class(cache, cls);
 }
 
-
 void turn_to_listing(ThreadCache* cache, std::size_t cls) noexcept {
   cache->listing |= std::uint64_t{1} << cls;
   retag_class(cache, cls, listing_tag_for(cache, cls));

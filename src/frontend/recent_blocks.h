@@ -7,15 +7,16 @@
 // free reads and writes its span's line (a cache miss once the spans of
 // 40 classes and the program's own data share L1), a refill yields a word
 // of a handful of blocks (a slow path and a mispredicted branch every few
-// mallocs), and malloc hands out blocks nobody touched for long. A class
-// whose allocation words keep coming out sparse (kSparseWordsToList in a
-// row) turns *listing*: its owner re-tags its spans' pages with its address
-// plus the class (core/ownership.h), so that its own frees of them miss the
-// free fast path's compare and, in deallocate_slow, push the block here
-// (the block's line, which the program just used, instead of the span's);
-// a malloc that finds the class's allocation word empty pops the newest
-// block (warm) before it takes a word. The bit path's instructions do not
-// change: a class that is not listing pays nothing, in malloc or in free.
+// mallocs), and malloc hands out blocks nobody touched for long. A thread
+// whose allocation words keep coming out sparse (a window of them, below)
+// turns *listing*: it re-tags its spans' pages of every class up to 1 KiB
+// with its address plus the class (core/ownership.h), so that its own frees
+// of them miss the free fast path's compare and, in free's cold part, push
+// the block here (free_to_recent_list: the block's line, which the program
+// just used, instead of the span's); a malloc that finds the class's
+// allocation word empty takes the newest block (warm) before it takes a
+// word. The bit path's instructions do not change: a thread that does not
+// list pays nothing in malloc or free but the window's count per word.
 //
 // A list that reaches its limit (more frees than mallocs: a burst) turns
 // the class back: its blocks go to their spans' bits and its spans get the
@@ -56,11 +57,11 @@ namespace strata::detail {
 // Blocks a class's list holds at most before the class stops listing.
 inline constexpr std::uint32_t kRecentLimit = 64;
 
-// The mark a listed block carries in its second word: the list key itself
-// (a live block holding it only costs its free a look, free_marked_block).
+// The mark a listed block carries in its second word: the list key itself.
 inline std::uintptr_t recent_mark() noexcept { return g_list_key; }
 
-// A listed block's mark is gone: something wrote into a free block.
+// A listed block's mark is gone: it was freed twice (its first pop cleared
+// the mark) or written after it was freed.
 [[noreturn]] void recent_block_overwritten(const void* block) noexcept;
 
 // The class's list, found by the offset of its allocation word (what

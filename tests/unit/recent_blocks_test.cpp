@@ -214,67 +214,63 @@ TEST(RecentBlocks, SpansTakenWhileListingGetTheListingTag) {
   }).join();
 }
 
+// Runs `misuse` on a listing thread of its own; a misuse that is not
+// caught ends the process normally (the death test then fails).
+template <class Misuse>
+void misuse_on_a_listing_thread(Misuse misuse) {
+  std::thread([&] {
+    ThreadCache* cache = listing_cache();
+    if (cache == nullptr) std::exit(2);
+    misuse(cache);
+    std::fprintf(stderr, "not caught\n");
+    std::exit(0);
+  }).join();
+}
+
 TEST(RecentBlocksDeathTest, ASecondFreeOfAListedBlockIsCaughtWhenTheListGivesItOut) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      std::thread([] {
-        ThreadCache* cache = listing_cache();
-        if (cache == nullptr) std::exit(2);
-        void* p = strata_malloc(64);
-        std::vector<void*> word = empty_the_word(cache, 64);
-        strata_free(p);
-        strata_free(p);
-        void* first = strata_malloc(64);
-        void* second = strata_malloc(64);
-        std::fprintf(stderr, "not caught: %p %p\n", first, second);
-        std::exit(0);
-      }).join(),
-      "double free");
+  EXPECT_DEATH(misuse_on_a_listing_thread([](ThreadCache* cache) {
+                 void* p = strata_malloc(64);
+                 std::vector<void*> word = empty_the_word(cache, 64);
+                 strata_free(p);
+                 strata_free(p);
+                 void* first = strata_malloc(64);
+                 void* second = strata_malloc(64);  // p again: its mark was cleared when the list gave it out
+                 std::fprintf(stderr, "%p %p\n", first, second);
+               }),
+               "double free");
 }
 
 TEST(RecentBlocksDeathTest, ASecondFreeOfAListedBlockIsCaughtWhenTheListIsFlushed) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      std::thread([] {
-        if (listing_cache() == nullptr) std::exit(2);
-        void* p = strata_malloc(64);
-        void* q = strata_malloc(64);
-        strata_free(p);
-        strata_free(q);
-        strata_free(p);
-        strata_release_free_memory();
-        std::fprintf(stderr, "not caught\n");
-        std::exit(0);
-      }).join(),
-      "double free");
+  EXPECT_DEATH(misuse_on_a_listing_thread([](ThreadCache*) {
+                 void* p = strata_malloc(64);
+                 void* q = strata_malloc(64);
+                 strata_free(p);
+                 strata_free(q);
+                 strata_free(p);
+                 strata_release_free_memory();  // p's bit is set when the flush meets it again
+               }),
+               "double free");
 }
 
 TEST(RecentBlocksDeathTest, AFreeOfAnInteriorPointerIsCaught) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      std::thread([] {
-        if (listing_cache() == nullptr) std::exit(2);
-        char* p = static_cast<char*>(strata_malloc(64));
-        strata_free(p + 16);
-        std::fprintf(stderr, "not caught\n");
-        std::exit(0);
-      }).join(),
-      "interior pointer");
+  EXPECT_DEATH(misuse_on_a_listing_thread([](ThreadCache*) {
+                 char* p = static_cast<char*>(strata_malloc(64));
+                 strata_free(p + 16);
+               }),
+               "interior pointer");
 }
 
 TEST(RecentBlocksDeathTest, AWriteIntoAListedBlockIsCaughtWhenTheListGivesItOut) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      std::thread([] {
-        ThreadCache* cache = listing_cache();
-        if (cache == nullptr) std::exit(2);
-        void* p = strata_malloc(64);
-        std::vector<void*> word = empty_the_word(cache, 64);
-        strata_free(p);
-        static_cast<std::uintptr_t*>(p)[1] = 0;  // a write after free
-        void* again = strata_malloc(64);
-        std::fprintf(stderr, "not caught: %p\n", again);
-        std::exit(0);
-      }).join(),
-      "write after free");
+  EXPECT_DEATH(misuse_on_a_listing_thread([](ThreadCache* cache) {
+                 void* p = strata_malloc(64);
+                 std::vector<void*> word = empty_the_word(cache, 64);
+                 strata_free(p);
+                 static_cast<std::uintptr_t*>(p)[1] = 0;  // a write after free
+                 std::fprintf(stderr, "%p\n", strata_malloc(64));
+               }),
+               "write after free");
 }
