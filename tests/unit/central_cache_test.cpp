@@ -13,9 +13,11 @@
 #include "core/page_map.h"
 #include "core/span_blocks.h"
 #include "frontend/thread_cache.h"
+#include "owned_spans.hpp"
 #include "strata/strata.h"
 
 using namespace strata::detail;
+using strata_test::free_bits_set;
 
 namespace {
 
@@ -87,15 +89,6 @@ TEST(CentralCache, AdoptedSpansServeTheNextThread) {
   strata_free(probe);
 }
 
-namespace {
-
-std::uint32_t free_bits_set(const Span* span) {
-  std::uint32_t n = 0;
-  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
-  return n;
-}
-
-}  // namespace
 
 TEST(CentralCache, BlockCountsAddUp) {
   // take a word / take one / free / give bits back keep: blocks out + free

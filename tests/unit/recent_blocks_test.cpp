@@ -18,6 +18,7 @@
 #include "core/span_blocks.h"
 #include "frontend/recent_blocks.h"
 #include "frontend/thread_cache.h"
+#include "owned_spans.hpp"
 #include "strata/strata.h"
 
 using namespace strata::detail;
@@ -28,21 +29,12 @@ bool lists_class(const ThreadCache* cache, std::size_t cls) { return ((cache->li
 
 std::uintptr_t tag_of(const void* block) { return g_page_map.entry_ref(block).owner_tag(); }
 
-std::uint32_t free_bits_set(const Span* span) {
-  std::uint32_t n = 0;
-  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
-  return n;
-}
-
 // The counting invariant of core/span.h for every span the cache owns: a
 // listed block counts as out of its span, as one on the allocation word.
 void expect_counts_add_up(ThreadCache* cache) {
-  auto check = [](const Span* span) { EXPECT_EQ(span_allocated(span) + free_bits_set(span), span->capacity); };
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    if (cache->current[cls]) check(cache->current[cls]);
-    for (Span* s = cache->partial[cls].head; s; s = s->next) check(s);
-    for (Span* s = cache->sleeping[cls].head; s; s = s->next) check(s);
-  }
+  strata_test::for_each_owned_span(cache, [](const Span* span) {
+    EXPECT_EQ(span_allocated(span) + strata_test::free_bits_set(span), span->capacity);
+  });
 }
 
 // The calling thread's cache, listing as after a window of sparse words.

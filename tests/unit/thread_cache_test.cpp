@@ -17,28 +17,14 @@
 #include "core/page_map.h"
 #include "core/span_blocks.h"
 #include "frontend/thread_cache.h"
+#include "owned_spans.hpp"
 #include "strata/strata.h"
 
 using namespace strata::detail;
+using strata_test::for_each_owned_span;
+using strata_test::free_bits_set;
 
 namespace {
-
-// Free bits set in a span.
-std::uint32_t free_bits_set(const Span* span) {
-  std::uint32_t n = 0;
-  for (std::size_t w = 0; w < kFreeWords; ++w) n += static_cast<std::uint32_t>(__builtin_popcountll(span->free_bits[w]));
-  return n;
-}
-
-// Calls visit(span) for every span `cache` owns.
-template <class Visit>
-void for_each_owned_span(ThreadCache* cache, Visit&& visit) {
-  for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
-    if (cache->current[cls]) visit(cache->current[cls]);
-    for (Span* s = cache->partial[cls].head; s; s = s->next) visit(s);
-    for (Span* s = cache->sleeping[cls].head; s; s = s->next) visit(s);
-  }
-}
 
 // The counting invariant of core/span.h for every span `cache` owns, with
 // the allocation words counted as out of their spans (their bits are clear
