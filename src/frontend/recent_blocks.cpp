@@ -38,8 +38,7 @@ void flush_class(ThreadCache* cache, std::size_t cls) noexcept {
     void* next = list_next(block);
     // The mark may stay: only a list reads it, and a block's next push
     // writes it again.
-    Span* span = g_page_map.lookup(block);
-    if (free_block(span, block)) span_countdown_hit(cache, span);
+    free_owned(cache, g_page_map.lookup(block), block);
     block = next;
   }
 }
@@ -60,6 +59,7 @@ void turn_to_listing(ThreadCache* cache, std::size_t cls) noexcept {
 void close_listing_window(ThreadCache* cache) noexcept {
   const std::uint32_t words = cache->window >> 16, blocks = cache->window & 0xffff;
   cache->window = 0;
+  for (RecentList& list : cache->recent) list.fills = 0;
   if (blocks < words * kListingBlocksPerWord && !g_options.check) {
     cache->lists = true;
   } else if (cache->lists && blocks >= words * kBitsBlocksPerWord) {
@@ -74,13 +74,21 @@ void close_listing_window(ThreadCache* cache) noexcept {
 
 namespace {
 
-// The list is full: more frees than mallocs of the class, a burst. The
-// class goes back to bits, and so does the block.
+// The list is full: more frees than mallocs of the class lately. The first
+// time in a window its blocks go to the bits and the block starts a new
+// list; the second, a burst, the class goes back to bits, and so does the
+// block (kListFillsPerWindow).
 __attribute__((noinline)) void recent_list_full(ThreadCache* cache, void* block, std::size_t cls,
                                                PageMap::EntryRef entry) noexcept {
-  turn_to_bits(cache, cls);
-  // Its span cannot have emptied in the flush: this block is still out.
-  free_owned(cache, entry.span(), block);
+  RecentList& list = cache->recent[cls];
+  if (list.fills >= kListFillsPerWindow) {
+    turn_to_bits(cache, cls);
+    // Its span cannot have emptied in the flush: this block is still out.
+    return free_owned(cache, entry.span(), block);
+  }
+  ++list.fills;
+  flush_class(cache, cls);
+  push_recent(list, block);
 }
 
 }  // namespace
@@ -92,12 +100,7 @@ void free_to_recent_list(void* block, PageMap::EntryRef entry, ThreadCache* cach
   if (__builtin_expect(offset * list.multiple_test >= list.multiple_test, 0))  // is_block_start
     report_misuse(block, "free of an interior pointer");
   if (__builtin_expect(list.count >= kRecentLimit, 0)) return recent_list_full(cache, block, cls, entry);
-  auto* words = static_cast<std::uintptr_t*>(block);
-  const std::uintptr_t mark = recent_mark();
-  words[0] = encode_link(reinterpret_cast<std::uintptr_t>(list.head), mark);
-  if (STRATA_CHECK_DOUBLE_FREE) words[1] = mark;
-  list.head = block;
-  ++list.count;
+  push_recent(list, block);
 }
 
 void flush_recent(ThreadCache* cache) noexcept {

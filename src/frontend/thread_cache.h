@@ -67,7 +67,8 @@ static_assert(kNumClasses <= 64, "ThreadCache::long_wanted has a bit per class")
 // (ThreadCache::listing), and empty otherwise.
 struct RecentList {
   void* head = nullptr;
-  std::uint64_t count = 0;
+  std::uint32_t count = 0;
+  std::uint32_t fills = 0;  // times the list reached its limit in the thread's current window
   std::uint64_t multiple_test = 0;  // the class's (is_block_start), on the line the free writes
   // The class's bit of ThreadCache::sample_pending, on the line
   // take_recent reads (and the size of an AllocWord: a word's offset finds

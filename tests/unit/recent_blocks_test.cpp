@@ -1,7 +1,7 @@
 // Recent blocks (frontend/recent_blocks.h): a thread whose allocation words
 // come out sparse lists its own frees, newest first, in front of its words;
-// bursts do not list, and a burst in a listing class turns the class back
-// to bits; lists go back to the bits on request, at exit and at scavenges;
+// bursts do not list, a full list goes to the bits, and a burst in a
+// listing class (a second fill in a window) turns the class back to bits; lists go back to the bits on request, at exit and at scavenges;
 // misuse of a listed block is caught.
 #include <gtest/gtest.h>
 
@@ -125,13 +125,41 @@ TEST(RecentBlocks, ListedBlocksComeBackNewestFirstAndWarm) {
   }).join();
 }
 
-TEST(RecentBlocks, AFullListTurnsItsClassBackToBitsUntilTheNextWindow) {
+TEST(RecentBlocks, AListThatFillsGoesToTheBitsAndItsClassKeepsListing) {
   std::thread([] {
     ThreadCache* cache = listing_cache();
     ASSERT_NE(cache, nullptr);
     const std::size_t cls = size_to_class(96);
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < kRecentLimit + 10; ++i) blocks.push_back(strata_malloc(96));
+    ASSERT_EQ(cache->recent[cls].count, 0u);
+    for (void* p : blocks) strata_free(p);
+    EXPECT_TRUE(lists_class(cache, cls)) << "one fill in a window is a random walk's, not a burst's";
+    EXPECT_EQ(cache->recent[cls].count, 10u) << "the block that found the list full starts a new one";
+    EXPECT_EQ(cache->recent[cls].fills, 1u);
+    for (std::uint32_t i = 0; i < blocks.size(); ++i) {
+      void* p = blocks[i];
+      EXPECT_EQ(block_is_free(g_page_map.lookup(p), p), i < kRecentLimit) << "the full list's blocks went to the bits";
+      EXPECT_EQ(tag_of(p), listing_tag_for(cache, cls));
+    }
+    expect_counts_add_up(cache);
+    std::vector<void*> word = empty_the_word(cache, 96);
+    EXPECT_EQ(strata_malloc(96), blocks.back()) << "the new list serves first";
+    strata_free(blocks.back());
+    for (void* p : word) strata_free(p);
+    cache->window = kListingWindowWords << 16;
+    close_listing_window(cache);
+    EXPECT_EQ(cache->recent[cls].fills, 0u) << "a new window forgives a fill again";
+  }).join();
+}
+
+TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow) {
+  std::thread([] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    const std::size_t cls = size_to_class(96);
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < (kListFillsPerWindow + 1) * kRecentLimit + 10; ++i) blocks.push_back(strata_malloc(96));
     ASSERT_EQ(cache->recent[cls].count, 0u);
     for (void* p : blocks) strata_free(p);
     EXPECT_FALSE(lists_class(cache, cls)) << "a burst turned the class back";
