@@ -69,7 +69,7 @@ inline constexpr std::uint32_t kRecentLimit = 64;
 // fast-path branches went both ways (0.34 mispredicted branches per
 // operation, callgrind's simulator; 0.11 with one fill forgiven, 0.04 with
 // three). The server-like workload's shrinking phases fill lists over and
-// over: three cost it 2.5 % more allocator instructions, one 1.2 %.
+// over: three cost it 2.5 % more allocator instructions, one 0.5-1.2 %.
 inline constexpr std::uint32_t kListFillsPerWindow = 1;
 
 // The mark a listed block carries in its second word: the list key itself.

@@ -1,8 +1,9 @@
 // Recent blocks (frontend/recent_blocks.h): a thread whose allocation words
 // come out sparse lists its own frees, newest first, in front of its words;
 // bursts do not list, a full list goes to the bits, and a burst in a
-// listing class (a second fill in a window) turns the class back to bits; lists go back to the bits on request, at exit and at scavenges;
-// misuse of a listed block is caught.
+// listing class (a second fill in a window) turns the class back to bits;
+// lists go back to the bits on request, at exit and at scavenges; misuse
+// of a listed block is caught.
 #include <gtest/gtest.h>
 
 #include <cstdint>
