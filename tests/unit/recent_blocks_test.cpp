@@ -38,14 +38,28 @@ void expect_counts_add_up(ThreadCache* cache) {
   });
 }
 
+// Ends the cache's window as if its words had been sparse: that many whole
+// words, no block in them.
+void close_a_sparse_window(ThreadCache* cache) {
+  cache->window = kListingWindowWords << 16;
+  close_listing_window(cache);
+}
+
 // The calling thread's cache, listing as after a window of sparse words.
 ThreadCache* listing_cache() {
   for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // busy: a cache of its own
   ThreadCache* cache = current_cache(false);
   if (cache == nullptr) return nullptr;
-  cache->window = kListingWindowWords << 16;  // that many whole words, no block in them
-  close_listing_window(cache);
+  close_a_sparse_window(cache);
   return cache;
+}
+
+// Allocates `count` blocks of `size` into `blocks` (from the class's
+// words: its list stays empty), then frees them all, in order.
+void free_a_run(ThreadCache* cache, std::size_t size, std::uint32_t count, std::vector<void*>& blocks) {
+  for (std::uint32_t i = 0; i < count; ++i) blocks.push_back(strata_malloc(size));
+  ASSERT_EQ(cache->recent[size_to_class(size)].count, 0u);
+  for (void* p : blocks) strata_free(p);
 }
 
 // Takes the class's allocation word's blocks, so that the next malloc of
@@ -132,9 +146,7 @@ TEST(RecentBlocks, AListThatFillsGoesToTheBitsAndItsClassKeepsListing) {
     ASSERT_NE(cache, nullptr);
     const std::size_t cls = size_to_class(96);
     std::vector<void*> blocks;
-    for (std::uint32_t i = 0; i < kRecentLimit + 10; ++i) blocks.push_back(strata_malloc(96));
-    ASSERT_EQ(cache->recent[cls].count, 0u);
-    for (void* p : blocks) strata_free(p);
+    ASSERT_NO_FATAL_FAILURE(free_a_run(cache, 96, kRecentLimit + 10, blocks));
     EXPECT_TRUE(lists_class(cache, cls)) << "one fill in a window is a random walk's, not a burst's";
     EXPECT_EQ(cache->recent[cls].count, 10u) << "the block that found the list full starts a new one";
     EXPECT_EQ(cache->recent[cls].fills, 1u);
@@ -148,8 +160,7 @@ TEST(RecentBlocks, AListThatFillsGoesToTheBitsAndItsClassKeepsListing) {
     EXPECT_EQ(strata_malloc(96), blocks.back()) << "the new list serves first";
     strata_free(blocks.back());
     for (void* p : word) strata_free(p);
-    cache->window = kListingWindowWords << 16;
-    close_listing_window(cache);
+    close_a_sparse_window(cache);
     EXPECT_EQ(cache->recent[cls].fills, 0u) << "a new window forgives a fill again";
   }).join();
 }
@@ -160,9 +171,7 @@ TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow
     ASSERT_NE(cache, nullptr);
     const std::size_t cls = size_to_class(96);
     std::vector<void*> blocks;
-    for (std::uint32_t i = 0; i < (kListFillsPerWindow + 1) * kRecentLimit + 10; ++i) blocks.push_back(strata_malloc(96));
-    ASSERT_EQ(cache->recent[cls].count, 0u);
-    for (void* p : blocks) strata_free(p);
+    ASSERT_NO_FATAL_FAILURE(free_a_run(cache, 96, (kListFillsPerWindow + 1) * kRecentLimit + 10, blocks));
     EXPECT_FALSE(lists_class(cache, cls)) << "a burst turned the class back";
     EXPECT_EQ(cache->recent[cls].count, 0u) << "its list went to the bits";
     EXPECT_TRUE(cache->lists) << "the other classes still list";
@@ -171,8 +180,7 @@ TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow
       EXPECT_EQ(tag_of(p), owner_tag_for(cache)) << "the plain tag: frees take the bit path";
     }
     expect_counts_add_up(cache);
-    cache->window = kListingWindowWords << 16;
-    close_listing_window(cache);
+    close_a_sparse_window(cache);
     EXPECT_TRUE(lists_class(cache, cls));
     void* again = strata_malloc(96);
     EXPECT_EQ(tag_of(again), listing_tag_for(cache, cls));
