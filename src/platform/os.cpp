@@ -74,6 +74,19 @@ void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept {
   errno = saved_errno;
 }
 
+bool os_advise_wipe_on_fork(void* address, std::size_t bytes) noexcept {
+#ifdef MADV_WIPEONFORK
+  int saved_errno = errno;
+  bool ok = madvise(address, bytes, MADV_WIPEONFORK) == 0;
+  errno = saved_errno;
+  return ok;
+#else
+  (void)address;
+  (void)bytes;
+  return false;
+#endif
+}
+
 void os_inject_map_failures(long count) noexcept {
   g_injected_map_failures.store(count, std::memory_order_relaxed);
 }

@@ -25,6 +25,10 @@ void os_decommit(void* address, std::size_t bytes) noexcept;
 void os_advise_hugepage(void* address, std::size_t bytes) noexcept;
 void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept;
 
+// Asks the kernel to hand a fork child zero-filled pages over a range
+// (MADV_WIPEONFORK, Linux 4.14). False when the kernel refuses.
+bool os_advise_wipe_on_fork(void* address, std::size_t bytes) noexcept;
+
 // Test hook: make the next `count` calls of os_map fail as if the OS had run
 // out of memory (count < 0: fail until reset with 0).
 void os_inject_map_failures(long count) noexcept;

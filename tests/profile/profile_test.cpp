@@ -352,6 +352,42 @@ TEST_F(Profiling, ForkChildDrawsItsOwnSamplingPoints) {
   EXPECT_NE(childs, parents) << "the fork child sampled exactly the parent's allocations";
 }
 
+// What a fork child of a single-threaded process is told by is inherited: a
+// child that has drawn afresh and then forks must not hand its own draws to
+// its child either. The child compares its pattern with the grandchild's.
+TEST_F(Profiling, ForkGrandchildDrawsItsOwnSamplingPoints) {
+  ASSERT_EQ(strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 4096), 0);
+  strata_free(strata_malloc(64));  // this thread's sampler is seeded
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    sampled_pattern(400);  // the child notices the fork and draws afresh
+    int pipefd[2];
+    if (pipe(pipefd) != 0) _exit(2);
+    pid_t grandchild = fork();
+    if (grandchild < 0) _exit(2);
+    if (grandchild == 0) {
+      std::string mine = sampled_pattern(4000);
+      _exit(write(pipefd[1], mine.data(), mine.size()) == static_cast<ssize_t>(mine.size()) ? 0 : 1);
+    }
+    close(pipefd[1]);
+    std::string childs = sampled_pattern(4000);
+    std::string grandchilds;
+    char buffer[4096];
+    for (ssize_t n; (n = read(pipefd[0], buffer, sizeof buffer)) > 0;) grandchilds.append(buffer, static_cast<std::size_t>(n));
+    int status = 0;
+    waitpid(grandchild, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || grandchilds.size() != childs.size()) _exit(2);
+    if (std::count(childs.begin(), childs.end(), '1') < 20 || std::count(grandchilds.begin(), grandchilds.end(), '1') < 20) _exit(3);
+    _exit(childs == grandchilds ? 4 : 0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_NE(WEXITSTATUS(status), 4) << "the grandchild sampled exactly the child's allocations";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "2: a fork, pipe or read failed; 3: too few samples";
+}
+
 TEST(Sampler, IntervalsAreExponentialWithTheRequestedMean) {
   strata::detail::SamplerState state;
   constexpr int kDraws = 1000000;
