@@ -24,7 +24,7 @@ class Job:
     args: list
     label: str            # for the progress line and the peak RSS tables
     env: dict = field(default_factory=dict)  # environment of every run (a row's own env wins)
-    reps: int = None      # at most this many repetitions (None: all of the run's)
+    reps: int = None      # this many repetitions (None: the run's; --reps caps it)
     startup: str = None   # start-up floor program name: bench/run writes its peak RSS lines
     live: bool = True     # prints peak_live_bytes (the peak RSS / live bytes table)
 
@@ -80,6 +80,12 @@ BULK_PAIRS = {False: 1000000, True: 50000}
 BULK_SIZES = {False: (["16", "64", "1024", "mixed"], ["16", "64", "mixed"], ["64", "mixed"]),
               True: (["16", "mixed"], ["64"], ["64"])}
 BULK_REPS = {False: 3, True: 2}
+# Jobs whose runs take well under a second and whose repetitions spread
+# widely on a shared machine (a slow mode at half speed that every
+# allocator falls into now and then: the server's 5 repetitions ranged over
+# 2x for strata and tcmalloc alike) run more repetitions, so that one slow
+# repetition moves the median less: about 2 minutes more in a full run.
+SHORT_REPS = {False: 9, True: 2}
 BULK_ORDERS = [("in_order", "in allocation order"), ("reverse", "in reverse order"), ("random", "in random order")]
 HANDOFF_CONFIGS = [1, 2, 4]
 # Steady live set replaced at random (larson's loop): blocks per thread, and
@@ -134,32 +140,33 @@ def make_jobs(quick, threads):
     T = str(threads)
     return [
         Job("seed000_set", "seed000_unordered_set",
-            ["--passes", "40" if q else "200"], "seed000 unordered_set"),
+            ["--passes", "40" if q else "200"], "seed000 unordered_set", reps=SHORT_REPS[q]),
         Job("seed000_new_delete", "seed000_new_delete",
-            ["--loops", "200" if q else "1000"], "seed000 new/delete"),
-        Job("seed002", "seed002_fixed", ["--rounds", "200" if q else "1000"], "seed002 100 B x 10,000"),
+            ["--loops", "200" if q else "1000"], "seed000 new/delete", reps=SHORT_REPS[q]),
+        Job("seed002", "seed002_fixed", ["--rounds", "200" if q else "1000"], "seed002 100 B x 10,000",
+            reps=SHORT_REPS[q]),
         Job("seed002_lock", "seed002_fixed",
-            ["--rounds", "200" if q else "1000", "--lock", "mutex"], "seed002 with a lock"),
+            ["--rounds", "200" if q else "1000", "--lock", "mutex"], "seed002 with a lock", reps=SHORT_REPS[q]),
         Job("seed003", "seed003_producer_consumer",
-            ["--objects", "300000" if q else "2000000"], "seed003 producer/consumer"),
+            ["--objects", "300000" if q else "2000000"], "seed003 producer/consumer", reps=SHORT_REPS[q]),
         Job("seed001_st", "seed001_tests",
-            ["--test", "st_random", "--rounds", "4" if q else "20"], "seed001 1 thread random"),
+            ["--test", "st_random", "--rounds", "4" if q else "20"], "seed001 1 thread random", reps=SHORT_REPS[q]),
         Job("seed001_mt", "seed001_tests",
             ["--test", "mt_random", "--threads", T, "--rounds", "4" if q else "20"],
-            f"seed001 {T} threads random"),
+            f"seed001 {T} threads random", reps=SHORT_REPS[q]),
         Job("seed001_fixed", "seed001_tests",
             ["--test", "mt_fixed", "--threads", T, "--rounds", "40" if q else "200"],
-            f"seed001 {T} threads fixed"),
+            f"seed001 {T} threads fixed", reps=SHORT_REPS[q]),
         Job("seed004_T16", "seed004_size_sweep",
             ["--threads", "16", "--rounds", "2" if q else "10"], "seed004 sweep T=16"),
         Job(f"seed004_T{T}", "seed004_size_sweep",
-            ["--threads", T, "--rounds", "4" if q else "40"], f"seed004 sweep T={T}"),
+            ["--threads", T, "--rounds", "4" if q else "40"], f"seed004 sweep T={T}", reps=SHORT_REPS[q]),
         Job("server", "server_larson",
-            ["--threads", T, "--seconds", "300" if q else "1500"], f"server T={T}"),
+            ["--threads", T, "--seconds", "300" if q else "1500"], f"server T={T}", reps=SHORT_REPS[q]),
         Job("fastpath_immediate", "fastpath_pair",
-            ["--pattern", "immediate", "--iters", "2000000" if q else "20000000"], "fast path"),
+            ["--pattern", "immediate", "--iters", "2000000" if q else "20000000"], "fast path", reps=SHORT_REPS[q]),
         Job("fastpath_batch100", "fastpath_pair",
-            ["--pattern", "batch100", "--iters", "20000" if q else "200000"], "fast path x100"),
+            ["--pattern", "batch100", "--iters", "20000" if q else "200000"], "fast path x100", reps=SHORT_REPS[q]),
         # The plain strata row runs with huge pages explicitly off; the row
         # "strata (huge pages)" sets STRATA_HUGE_PAGES=1 (see allocators.py).
         Job("hugepages", "hugepage_live_set",
@@ -168,10 +175,11 @@ def make_jobs(quick, threads):
     ] + bulk_jobs(q, threads) + steady_jobs(q, threads) + [
         Job("handoff_nxn", "handoff_nxn",
             ["--configs", ",".join(str(n) for n in HANDOFF_CONFIGS), "--objects", "200000" if q else "2000000"],
-            "N producers x N consumers"),
-        Job("small_burst", "small_burst", ["--pairs", "50000" if q else "500000"], "small bursts, byte writes"),
+            "N producers x N consumers", reps=SHORT_REPS[q]),
+        Job("small_burst", "small_burst", ["--pairs", "50000" if q else "500000"], "small bursts, byte writes",
+            reps=SHORT_REPS[q]),
         Job("thread_churn", "thread_churn",
-            ["--slots", str(2 * threads), "--total", str(CHURN_THREADS[q])], "thread churn"),
+            ["--slots", str(2 * threads), "--total", str(CHURN_THREADS[q])], "thread churn", reps=SHORT_REPS[q]),
         Job("startup_trivial", "startup_trivial", [], "start-up: trivial C program",
             startup="trivial_c", live=False),
         Job("startup_python", "/usr/bin/python3", ["-c", "pass"], "start-up: python3 -c pass",

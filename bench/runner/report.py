@@ -519,6 +519,23 @@ def bulk_summary(built, threads):
     return md + [""]
 
 
+def _reps_text(reps, lines, jobs):
+    """'5 repetitions', and the jobs that ran another count (from the lines)."""
+    ran = {}
+    for l in lines:
+        if l.get("metric") == "peak_rss" and "rep" in l:
+            ran[l["job"]] = max(ran.get(l["job"], 0), l["rep"] + 1)
+    others = {}
+    for j in jobs:
+        if ran.get(j.id, reps) != reps:
+            others.setdefault(ran[j.id], []).append(j.label)
+    text = f"{reps} repetitions"
+    if others:
+        counts = sorted(others.items(), reverse=True)
+        text += " (" + "; ".join(f"{n} for {', '.join(labels)}" for n, labels in counts) + ")"
+    return text
+
+
 def write(ctx, lines, table_defs, jobs):
     built = {}
     for t in table_defs:
@@ -536,7 +553,7 @@ def write(ctx, lines, table_defs, jobs):
 
     md = ["# strata benchmark report", ""]
     md.append(f"Run {ctx.run_id}, `{ctx.command}`, {'quick mode, ' if ctx.quick else ''}"
-              f"{ctx.reps} repetitions per allocator, interleaved; took {ctx.duration:.0f} s.  ")
+              f"{_reps_text(ctx.reps, lines, ran_jobs)} per allocator, interleaved; took {ctx.duration:.0f} s.  ")
     load = f"; load average {ctx.load[0]:.1f} at start, {ctx.load[1]:.1f} at end" if ctx.load else ""
     md.append(f"Machine: {cpu_model()}, {ctx.cores} cores, Linux {os.uname().release}{load}.  ")
     if ctx.load and max(ctx.load) > ctx.cores:
