@@ -84,8 +84,8 @@ namespace {
 // (they are registered with the second thread: frontend/thread_cache.cpp),
 // so its thread still holds the parent's sampler; children of one parent
 // that replayed its draws would all sample the same allocations. The child
-// is told without a system call per sampling point (a gettid cost a
-// microsecond, a third of a sample's cost): a word on a page of its own that
+// is told without a system call per sampling point (a gettid there was
+// half of a sample's time, docs/design.md): a word on a page of its own that
 // the kernel zeroes in every fork child (MADV_WIPEONFORK; the setting is
 // inherited, so grandchildren are told too). The first sampling point sets
 // it to 1; a point that finds it 0 again is in a child that nobody has
