@@ -321,26 +321,42 @@ std::string sampled_pattern(int count) {
   return pattern;
 }
 
+// Forks a child that writes its sampled_pattern(4000) into a pipe and
+// exits (0 when all of it was written). Returns the child's pid (-1 when
+// the pipe or the fork failed), the pipe's read end in `from`.
+pid_t fork_pattern_writer(int& from) {
+  int pipefd[2];
+  if (pipe(pipefd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    std::string mine = sampled_pattern(4000);
+    _exit(write(pipefd[1], mine.data(), mine.size()) == static_cast<ssize_t>(mine.size()) ? 0 : 1);
+  }
+  close(pipefd[1]);
+  from = pipefd[0];
+  return pid;
+}
+
+// Everything written into the pipe `from` until its writer is gone.
+std::string read_all(int from) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(from, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  close(from);
+  return text;
+}
+
 // Parent and child continue from one sampler state; the child must draw
 // its own points (a fork from a single-threaded process runs no fork
 // handler: the sampler notices the new thread id).
 TEST_F(Profiling, ForkChildDrawsItsOwnSamplingPoints) {
   ASSERT_EQ(strata_option_set(STRATA_OPTION_PROFILE_SAMPLE, 4096), 0);
   strata_free(strata_malloc(64));  // this thread's sampler is seeded
-  int pipefd[2];
-  ASSERT_EQ(pipe(pipefd), 0);
-  pid_t pid = fork();
+  int from = -1;
+  pid_t pid = fork_pattern_writer(from);
   ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    std::string mine = sampled_pattern(4000);
-    _exit(write(pipefd[1], mine.data(), mine.size()) == static_cast<ssize_t>(mine.size()) ? 0 : 1);
-  }
-  close(pipefd[1]);
   std::string parents = sampled_pattern(4000);
-  std::string childs;
-  char buffer[4096];
-  for (ssize_t n; (n = read(pipefd[0], buffer, sizeof buffer)) > 0;) childs.append(buffer, static_cast<std::size_t>(n));
-  close(pipefd[0]);
+  std::string childs = read_all(from);
   int status = 0;
   waitpid(pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
@@ -362,19 +378,11 @@ TEST_F(Profiling, ForkGrandchildDrawsItsOwnSamplingPoints) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     sampled_pattern(400);  // the child notices the fork and draws afresh
-    int pipefd[2];
-    if (pipe(pipefd) != 0) _exit(2);
-    pid_t grandchild = fork();
+    int from = -1;
+    pid_t grandchild = fork_pattern_writer(from);
     if (grandchild < 0) _exit(2);
-    if (grandchild == 0) {
-      std::string mine = sampled_pattern(4000);
-      _exit(write(pipefd[1], mine.data(), mine.size()) == static_cast<ssize_t>(mine.size()) ? 0 : 1);
-    }
-    close(pipefd[1]);
     std::string childs = sampled_pattern(4000);
-    std::string grandchilds;
-    char buffer[4096];
-    for (ssize_t n; (n = read(pipefd[0], buffer, sizeof buffer)) > 0;) grandchilds.append(buffer, static_cast<std::size_t>(n));
+    std::string grandchilds = read_all(from);
     int status = 0;
     waitpid(grandchild, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || grandchilds.size() != childs.size()) _exit(2);
