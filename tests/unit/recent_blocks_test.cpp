@@ -54,6 +54,16 @@ ThreadCache* listing_cache() {
   return cache;
 }
 
+// Runs body(cache) on a thread of its own whose cache lists (listing_cache).
+template <class Body>
+void in_a_listing_thread(Body body) {
+  std::thread([&body] {
+    ThreadCache* cache = listing_cache();
+    ASSERT_NE(cache, nullptr);
+    body(cache);
+  }).join();
+}
+
 // Allocates `count` blocks of `size` into `blocks` (from the class's
 // words: its list stays empty), then frees them all, in order.
 void free_a_run(ThreadCache* cache, std::size_t size, std::uint32_t count, std::vector<void*>& blocks) {
@@ -117,9 +127,7 @@ TEST(RecentBlocks, ALiveSetReplacedAtRandomListsAndABurstDoesNot) {
 }
 
 TEST(RecentBlocks, ListedBlocksComeBackNewestFirstAndWarm) {
-  std::thread([] {
-    ThreadCache* cache = listing_cache();
-    ASSERT_NE(cache, nullptr);
+  in_a_listing_thread([](ThreadCache* cache) {
     const std::size_t cls = size_to_class(64);
     ASSERT_TRUE(lists_class(cache, cls));
     void* a = strata_malloc(64);
@@ -137,13 +145,11 @@ TEST(RecentBlocks, ListedBlocksComeBackNewestFirstAndWarm) {
     for (void* p : word) strata_free(p);
     strata_free(a);
     strata_free(b);
-  }).join();
+  });
 }
 
 TEST(RecentBlocks, AListThatFillsGoesToTheBitsAndItsClassKeepsListing) {
-  std::thread([] {
-    ThreadCache* cache = listing_cache();
-    ASSERT_NE(cache, nullptr);
+  in_a_listing_thread([](ThreadCache* cache) {
     const std::size_t cls = size_to_class(96);
     std::vector<void*> blocks;
     ASSERT_NO_FATAL_FAILURE(free_a_run(cache, 96, kRecentLimit + 10, blocks));
@@ -162,13 +168,11 @@ TEST(RecentBlocks, AListThatFillsGoesToTheBitsAndItsClassKeepsListing) {
     for (void* p : word) strata_free(p);
     close_a_sparse_window(cache);
     EXPECT_EQ(cache->recent[cls].fills, 0u) << "a new window forgives a fill again";
-  }).join();
+  });
 }
 
 TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow) {
-  std::thread([] {
-    ThreadCache* cache = listing_cache();
-    ASSERT_NE(cache, nullptr);
+  in_a_listing_thread([](ThreadCache* cache) {
     const std::size_t cls = size_to_class(96);
     std::vector<void*> blocks;
     ASSERT_NO_FATAL_FAILURE(free_a_run(cache, 96, (kListFillsPerWindow + 1) * kRecentLimit + 10, blocks));
@@ -185,13 +189,11 @@ TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow
     void* again = strata_malloc(96);
     EXPECT_EQ(tag_of(again), listing_tag_for(cache, cls));
     strata_free(again);
-  }).join();
+  });
 }
 
 TEST(RecentBlocks, ADenseWindowStopsTheThreadListing) {
-  std::thread([] {
-    ThreadCache* cache = listing_cache();
-    ASSERT_NE(cache, nullptr);
+  in_a_listing_thread([](ThreadCache* cache) {
     void* p = strata_malloc(200);
     strata_free(p);
     EXPECT_EQ(cache->recent[size_to_class(200)].count, 1u);
@@ -204,7 +206,7 @@ TEST(RecentBlocks, ADenseWindowStopsTheThreadListing) {
     void* q = strata_malloc(200);
     EXPECT_EQ(tag_of(q), owner_tag_for(cache));
     strata_free(q);
-  }).join();
+  });
 }
 
 TEST(RecentBlocks, ListsGoBackToTheBitsOnReleaseAndAtThreadExit) {
@@ -232,15 +234,13 @@ TEST(RecentBlocks, ListsGoBackToTheBitsOnReleaseAndAtThreadExit) {
 }
 
 TEST(RecentBlocks, SpansTakenWhileListingGetTheListingTag) {
-  std::thread([] {
-    ThreadCache* cache = listing_cache();
-    ASSERT_NE(cache, nullptr);
+  in_a_listing_thread([](ThreadCache* cache) {
     const std::size_t cls = size_to_class(640);
     std::vector<void*> blocks;  // several spans' worth: new spans join while the class lists
     for (int i = 0; i < 200; ++i) blocks.push_back(strata_malloc(640));
     for (void* p : blocks) EXPECT_EQ(tag_of(p), listing_tag_for(cache, cls));
     for (void* p : blocks) strata_free(p);
-  }).join();
+  });
 }
 
 // Runs `misuse` on a listing thread of its own; a misuse that is not
