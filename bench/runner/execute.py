@@ -94,6 +94,21 @@ def run(launcher, command, allocator_name, preload, env=None, timeout=300):
     return result
 
 
+def core_round_trip_ns(probe):
+    """The first two CPUs' distance now: bench/tools/core_latency's median
+    round trip of a cache line in ns, or None (one CPU, or no probe)."""
+    try:
+        done = subprocess.run([probe], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    for line in done.stdout.splitlines():
+        try:
+            return float(json.loads(line)["value"])
+        except (ValueError, KeyError):
+            continue
+    return None
+
+
 _COLLECTED = re.compile(r"Collected\s*:\s*(\d+)")
 
 

@@ -27,6 +27,17 @@ class Job:
     reps: int = None      # this many repetitions (None: the run's; --reps caps it)
     startup: str = None   # start-up floor program name: bench/run writes its peak RSS lines
     live: bool = True     # prints peak_live_bytes (the peak RSS / live bytes table)
+    concurrent: bool = None  # runs two or more threads at a time (None: when --threads > 1)
+
+    def runs_threads_at_once(self):
+        """Whether the program's threads run at the same time: their speed then
+        depends on how far apart the CPUs are, which bench/run probes before
+        and after each run (bench/tools/core_latency.c)."""
+        if self.concurrent is not None:
+            return self.concurrent
+        if "--threads" not in self.args:
+            return False
+        return int(self.args[self.args.index("--threads") + 1]) > 1
 
 
 @dataclass
@@ -83,8 +94,10 @@ BULK_REPS = {False: 3, True: 2}
 # Jobs whose runs take well under a second and whose repetitions spread
 # widely on a shared machine (a slow mode at half speed that every
 # allocator falls into now and then: the server's 5 repetitions ranged over
-# 2x for strata and tcmalloc alike) run more repetitions, so that one slow
-# repetition moves the median less: about 2 minutes more in a full run.
+# 2x for strata and tcmalloc alike; for the multi-threaded ones, the far
+# placement of the vCPUs, docs/benchmarks.md *Placement*) run more
+# repetitions, so that one slow repetition moves the median less: about 2
+# minutes more in a full run.
 SHORT_REPS = {False: 9, True: 2}
 BULK_ORDERS = [("in_order", "in allocation order"), ("reverse", "in reverse order"), ("random", "in random order")]
 HANDOFF_CONFIGS = [1, 2, 4]
@@ -148,7 +161,8 @@ def make_jobs(quick, threads):
         Job("seed002_lock", "seed002_fixed",
             ["--rounds", "200" if q else "1000", "--lock", "mutex"], "seed002 with a lock", reps=SHORT_REPS[q]),
         Job("seed003", "seed003_producer_consumer",
-            ["--objects", "300000" if q else "2000000"], "seed003 producer/consumer", reps=SHORT_REPS[q]),
+            ["--objects", "300000" if q else "2000000"], "seed003 producer/consumer", reps=SHORT_REPS[q],
+            concurrent=True),
         Job("seed001_st", "seed001_tests",
             ["--test", "st_random", "--rounds", "4" if q else "20"], "seed001 1 thread random", reps=SHORT_REPS[q]),
         Job("seed001_mt", "seed001_tests",
@@ -175,17 +189,18 @@ def make_jobs(quick, threads):
     ] + bulk_jobs(q, threads) + steady_jobs(q, threads) + [
         Job("handoff_nxn", "handoff_nxn",
             ["--configs", ",".join(str(n) for n in HANDOFF_CONFIGS), "--objects", "200000" if q else "2000000"],
-            "N producers x N consumers", reps=SHORT_REPS[q]),
+            "N producers x N consumers", reps=SHORT_REPS[q], concurrent=True),
         Job("small_burst", "small_burst", ["--pairs", "50000" if q else "500000"], "small bursts, byte writes",
             reps=SHORT_REPS[q]),
         Job("thread_churn", "thread_churn",
-            ["--slots", str(2 * threads), "--total", str(CHURN_THREADS[q])], "thread churn", reps=SHORT_REPS[q]),
+            ["--slots", str(2 * threads), "--total", str(CHURN_THREADS[q])], "thread churn", reps=SHORT_REPS[q],
+            concurrent=True),
         Job("startup_trivial", "startup_trivial", [], "start-up: trivial C program",
             startup="trivial_c", live=False),
         Job("startup_python", "/usr/bin/python3", ["-c", "pass"], "start-up: python3 -c pass",
             startup="python3", live=False),
         Job("thread_memory", "thread_memory", ["--threads", str(THREAD_MEMORY_THREADS[q])],
-            f"{THREAD_MEMORY_THREADS[q]} threads alive"),
+            f"{THREAD_MEMORY_THREADS[q]} threads alive", concurrent=False),  # idle threads: memory only
         # Mostly idle time (3 s after the eviction): 3 repetitions are enough
         # for a memory figure.
         Job("memory_over_time", "memory_over_time",

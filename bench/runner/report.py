@@ -2,7 +2,7 @@
 import os
 from dataclasses import dataclass
 
-from . import charts, tables
+from . import charts, placement, tables
 from .allocators import PEER_NAMES
 from .jobs import SWEEP_SIZES
 
@@ -519,6 +519,42 @@ def bulk_summary(built, threads):
     return md + [""]
 
 
+def placement_section(built, lines):
+    """Where the CPUs were during the multi-threaded runs (runner/placement.py),
+    and strata against the best peer within each placement."""
+    state, limit = placement.classify(lines)
+    if not state:
+        return []
+    near, far = placement.probe_ranges(lines, state)
+    spread = lambda values: f"{min(values):.0f}–{max(values):.0f} ns" if values else "none"
+    moved = sum(1 for v in state.values() if v == "moved")
+    md = ["## Placement: how far apart the CPUs were during multi-threaded runs", "",
+          "Before and after every run whose threads run at once, bench/tools/core_latency timed a cache "
+          "line's round trip between the first two CPUs. A run is *near* when both probes were within "
+          f"{placement.NEAR_FACTOR:.0f}x of the run's smallest probe (here up to {limit:.0f} ns), *far* when "
+          "both were above, *moved* when they disagree. On a virtual machine the host places and moves the "
+          "vCPUs; threads that hand memory to each other run several times slower far apart, with every "
+          "allocator, so a median that mixes placements mixes two machines (docs/benchmarks.md, *Placement*). "
+          f"This run: {len(near)} runs near ({spread(near)}), {len(far)} far ({spread(far)}), {moved} moved.", "",
+          "Per table: its runs in each placement (all allocators), and strata's *vs best peer* over all runs "
+          "(the tables' figure) and over the runs of one placement only (in brackets: strata's runs in it; – "
+          "when strata or a peer had none there).", "",
+          "| table | near / far / moved runs | strata vs best peer | near only | far only |",
+          "|---|---|---|---|---|"]
+    for t, rows in built.values():
+        runs = placement.runs_of(t, state)
+        if t.kind != "speed" or not runs:
+            continue
+        strata = next((r for r in rows if r.name == "strata"), None)
+        cells = []
+        for wanted in ("near", "far"):
+            ratio, count = placement.vs_best_peer(t, lines, state, wanted)
+            cells.append("–" if ratio is None else f"{_ratio(ratio)} ({count})")
+        md.append(f"| {_short(t)} | {runs['near']} / {runs['far']} / {runs['moved']} | "
+                  f"{_ratio(strata.vs_best_peer if strata else None)} | {cells[0]} | {cells[1]} |")
+    return md + [""]
+
+
 def _reps_text(reps, lines, jobs):
     """'5 repetitions', and the jobs that ran another count (from the lines)."""
     ran = {}
@@ -650,6 +686,7 @@ def write(ctx, lines, table_defs, jobs):
             md += [f"![{t.title}]({pictures[key]})", ""]
 
     md += bulk_summary(built, ctx.threads)
+    md += placement_section(built, lines)
     md += feature_costs(built)
     md += fast_path_costs(built, ctx.skipped)
 

@@ -151,6 +151,28 @@ def headline_problems(report):
     return problems
 
 
+def placement_problems(report, rows, header):
+    """With two or more CPUs, every run whose threads run at once is probed
+    before and after (bench/tools/core_latency.c) and the report says where
+    the CPUs were; with one CPU there is nothing to probe."""
+    if int(header.get("cores", 1)) < 2:
+        return []
+    problems = []
+    probed = {(r.get("job"), r.get("allocator"), r.get("rep")) for r in rows if r.get("workload") == "core_latency"}
+    for job in ("server", "bulk_cross_64", "handoff_nxn", "thread_churn", "seed003"):
+        ran = {(r.get("job"), r.get("allocator"), r.get("rep")) for r in rows if r.get("job") == job
+               and r.get("workload") != "core_latency"}
+        if ran and not ran <= probed:
+            problems.append(f"{job}: {len(ran - probed)} run(s) without core_latency probes")
+    for r in rows:
+        if r.get("workload") == "core_latency" and not (0 < r["value"] < 1e6 and "before" in r and "after" in r):
+            problems.append(f"core_latency line without a sane round trip: {r}")
+            break
+    if "## Placement: how far apart the CPUs were" not in report:
+        problems.append("REPORT.md has no placement section")
+    return problems
+
+
 def main(out):
     problems = []
     report_path = os.path.join(out, "REPORT.md")
@@ -193,6 +215,7 @@ def main(out):
     problems += variant_problems(report, rows)
     problems += new_shape_problems(rows, header)
     problems += headline_problems(report)
+    problems += placement_problems(report, rows, header)
     return problems
 
 
