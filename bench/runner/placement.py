@@ -5,7 +5,7 @@ line's round trip between them) just before and just after every run whose
 threads run at once. On a virtual machine the host moves its vCPUs: on the
 2-vCPU machines this suite was written on, the round trip was about 60 ns
 (near: the vCPUs on cores that share a cache) or about 330 ns (far), and
-every allocator's cross-thread workloads ran 1.7-4x slower in the far
+the cross-thread workloads ran 1.5-4.4x slower in the far
 placement. A median over repetitions then mixes two machines. The report's
 *Placement* section (report.placement_section) says how many runs each
 placement got and compares strata with the best peer within each one."""

@@ -12,7 +12,7 @@
  * a round trip took either about 60 ns (the vCPUs on cores sharing a cache)
  * or about 330 ns (on cores that do not), switching every few hundred
  * milliseconds to minutes. Every workload whose threads hand memory to each
- * other (a free of another thread's block) ran 1.7-4x slower
+ * other (a free of another thread's block) ran 1.5-4.4x slower
  * in the far placement, with every allocator. bench/run probes before and
  * after each run of such a workload, so the report can say in which
  * placement each repetition ran (docs/benchmarks.md, *Placement*). */
