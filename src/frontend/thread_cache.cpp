@@ -860,6 +860,10 @@ __attribute__((noinline)) void deallocate_general(void* block) noexcept {
 
 }  // namespace
 
+__attribute__((noinline)) void deallocate_radix(void* block) noexcept {
+  deallocate_at(g_page_map.entry_ref(block), t_cache, block);
+}
+
 void deallocate_slow(void* block, PageMap::EntryRef entry, ThreadCache* cache) noexcept {
   // The common case first: a block of a span another thread owns (its
   // page's owner tag is set), freed by a thread whose outbox already holds

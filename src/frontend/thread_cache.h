@@ -251,12 +251,10 @@ inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
 // owner tag is the owning cache's address: anything else (another owner, no
 // owner, a large or free span, a pointer strata never returned, NULL) takes
 // the slow path.
-inline void deallocate(void* block) noexcept {
-  ThreadCache* cache = t_cache;
+inline void deallocate_at(PageMap::EntryRef entry, ThreadCache* cache, void* block) noexcept {
   // Plain loads (so that the compare takes its operand from memory): the
   // entry of a block this thread owns was written by this thread or before
   // the block was handed to it.
-  PageMap::EntryRef entry = g_page_map.entry_ref(block);
   if (__builtin_expect(entry.owner_tag() != reinterpret_cast<std::uintptr_t>(cache), 0)) {
     // Ours still if the tag is our address plus a class: a listing class
     // (frontend/recent_blocks.h). The tag is read again, through a copy of
@@ -269,6 +267,16 @@ inline void deallocate(void* block) noexcept {
     return deallocate_slow(block, entry, cache);
   }
   free_owned(cache, entry.span(), block);
+}
+
+// The same through the radix page map (core/page_map.h: when the OS refused
+// the flat one's reservation), out of line.
+void deallocate_radix(void* block) noexcept;
+
+inline void deallocate(void* block) noexcept {
+  const char* flat = g_page_map.flat_base();
+  if (__builtin_expect(flat == nullptr, 0)) return deallocate_radix(block);
+  deallocate_at(PageMap::flat_entry_ref(flat, block), t_cache, block);
 }
 
 // The calling thread's live cache, created on first use; nullptr for a

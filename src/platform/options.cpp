@@ -103,4 +103,10 @@ void load_options() noexcept {
   read_text("STRATA_PROFILE_PATH", g_options.profile_path, sizeof(g_options.profile_path));
 }
 
+bool flat_page_map_wanted() noexcept {
+  bool flat = true;
+  read_bool("STRATA_FLAT_PAGE_MAP", flat);
+  return flat;
+}
+
 }  // namespace strata::detail

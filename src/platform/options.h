@@ -30,4 +30,10 @@ extern STRATA_INTERNAL Options g_options;
 // Reads the environment; malformed values warn on stderr and keep the default.
 void load_options() noexcept;
 
+// STRATA_FLAT_PAGE_MAP (default on; 0 asks for the radix page map, as when
+// the OS refuses the flat one's reservation: core/page_map.h). Read from the
+// environment when the page map chooses its layout, which may come before
+// load_options (a unit test's first page heap growth).
+bool flat_page_map_wanted() noexcept;
+
 }  // namespace strata::detail

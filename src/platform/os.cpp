@@ -74,6 +74,12 @@ void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept {
   errno = saved_errno;
 }
 
+void os_advise_no_dump(void* address, std::size_t bytes) noexcept {
+  int saved_errno = errno;
+  madvise(address, bytes, MADV_DONTDUMP);
+  errno = saved_errno;
+}
+
 bool os_advise_wipe_on_fork(void* address, std::size_t bytes) noexcept {
 #ifdef MADV_WIPEONFORK
   int saved_errno = errno;

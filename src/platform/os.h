@@ -24,6 +24,8 @@ void os_decommit(void* address, std::size_t bytes) noexcept;
 // pages even where the system's THP mode is "always" (best effort).
 void os_advise_hugepage(void* address, std::size_t bytes) noexcept;
 void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept;
+// Leaves a range out of core dumps (MADV_DONTDUMP).
+void os_advise_no_dump(void* address, std::size_t bytes) noexcept;
 
 // Asks the kernel to hand a fork child zero-filled pages over a range
 // (MADV_WIPEONFORK, Linux 4.14). False when the kernel refuses.

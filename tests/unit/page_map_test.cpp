@@ -1,6 +1,8 @@
 // The page map: lazy leaves, lookups, owner tags.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 
 #include "backend/page_heap.h"
@@ -53,6 +55,26 @@ TEST(PageMap, SetAndLookupAcrossALeafBoundary) {
   EXPECT_EQ(map.entry_ref(reinterpret_cast<void*>(address_of(first + 1))).page_class().page_offset, 0u);
   EXPECT_EQ(map.entry_ref(reinterpret_cast<void*>(address_of(first + 3))).page_class().page_offset, 3 * kPageSize);
   EXPECT_EQ(map.leaf_bytes(), 2 * sizeof(PageMap::Leaf));
+}
+
+// The layout: flat unless STRATA_FLAT_PAGE_MAP=0 or the OS refuses the
+// reservation (probed here the same way: 320 GiB, MAP_NORESERVE).
+TEST(PageMap, LayoutFollowsTheOptionAndTheOS) {
+  Span* span = g_page_heap.allocate(1);  // the process's map has chosen by now
+  ASSERT_NE(span, nullptr);
+  const char* option = std::getenv("STRATA_FLAT_PAGE_MAP");
+  const bool radix_asked = option != nullptr && std::strcmp(option, "0") == 0;
+  bool os_grants = false;
+  const std::size_t bytes = (std::size_t{1} << (PageMap::kFlatMaxBits - kPageShift)) * 20;
+  if (void* probe = os_map(bytes, kPageSize)) {
+    os_grants = true;
+    os_unmap(probe, bytes);
+  }
+  EXPECT_EQ(g_page_map.flat_base() != nullptr, !radix_asked && os_grants);
+  // Either way the span's pages map to it, and a page beside the heap to nothing.
+  EXPECT_EQ(g_page_map.lookup(span->start()), span);
+  EXPECT_EQ(g_page_map.lookup_page(span->first_page + span->page_count + (PageId{1} << 20)), nullptr);
+  g_page_heap.deallocate(span);
 }
 
 TEST(PageMap, HeapPagesMapToTheirSpan) {
