@@ -170,9 +170,9 @@ class PageMap {
 
   // Makes sure entries exist for pages [first, first + count): the first
   // call chooses the layout (flat when the OS grants its reservation and
-  // STRATA_FLAT_PAGE_MAP is not 0); the
-  // radix maps the leaves these pages need. False when the OS refuses memory
-  // for a leaf. Caller holds the page heap lock.
+  // STRATA_FLAT_PAGE_MAP is not 0); the radix maps the leaves these pages
+  // need. False when the OS refuses memory for a leaf, or when the pages lie
+  // beyond what the flat arrays cover. Caller holds the page heap lock.
   // The map stays off transparent huge pages unless `huge_pages` (the first
   // call's, for the flat arrays): entries are written 16 bytes per 8 KiB
   // page of heap, so a 2 MiB huge page of them fills up only under a 1 GiB
