@@ -273,6 +273,8 @@ inline void deallocate_at(PageMap::EntryRef entry, ThreadCache* cache, void* blo
 // the flat one's reservation), out of line.
 void deallocate_radix(void* block) noexcept;
 
+// free's entry: the block's page map entry read from the flat arrays (its
+// address from the block's alone), then deallocate_at.
 inline void deallocate(void* block) noexcept {
   const char* flat = g_page_map.flat_base();
   if (__builtin_expect(flat == nullptr, 0)) return deallocate_radix(block);
