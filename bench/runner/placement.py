@@ -19,6 +19,11 @@ from .allocators import PEER_NAMES
 NEAR_FACTOR = 2.0
 
 
+def run_of(line):
+    """The run a result or probe line belongs to: (job, allocator, rep)."""
+    return line.get("job"), line.get("allocator"), line.get("rep", 0)
+
+
 def classify(lines):
     """({(job, allocator, rep): 'near' | 'far' | 'moved'}, the near limit in
     ns); ({}, None) when no run was probed."""
@@ -29,7 +34,7 @@ def classify(lines):
     state = {}
     for l in probes:
         low, high = sorted((l["before"], l["after"]))
-        state[(l["job"], l["allocator"], l.get("rep", 0))] = \
+        state[run_of(l)] = \
             "near" if high <= limit else ("far" if low > limit else "moved")
     return state, limit
 
@@ -38,7 +43,7 @@ def vs_best_peer(table, lines, state, wanted):
     """strata's ratio to the best peer over the runs in placement `wanted`,
     and how many of strata's runs that is; (None, n) unless strata and all
     three peers ran in it."""
-    subset = [l for l in lines if state.get((l.get("job"), l.get("allocator"), l.get("rep", 0))) == wanted]
+    subset = [l for l in lines if state.get(run_of(l)) == wanted]
     rows = {r.name: r for r in tables.build(table, subset)}
     strata = rows.get("strata")
     runs = len(strata.score_reps) if strata else 0
@@ -52,7 +57,7 @@ def probe_ranges(lines, state):
     values = {"near": [], "far": [], "moved": []}
     for l in lines:
         if l.get("workload") == "core_latency":
-            values[state[(l["job"], l["allocator"], l.get("rep", 0))]].append(l["value"])
+            values[state[run_of(l)]].append(l["value"])
     return values["near"], values["far"]
 
 

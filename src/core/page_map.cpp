@@ -1,5 +1,7 @@
 #include "core/page_map.h"
 
+#include <algorithm>
+#include <bit>
 #include <type_traits>
 
 #include "platform/options.h"
@@ -57,18 +59,13 @@ void PageMap::choose_layout(std::uintptr_t heap_end, bool huge_pages) noexcept {
     return;
   }
   int on_stack = 0;
-  std::uintptr_t top = heap_end;
-  for (std::uintptr_t a : {reinterpret_cast<std::uintptr_t>(&on_stack), reinterpret_cast<std::uintptr_t>(this)})
-    if (a > top) top = a;
-  std::size_t needed = kFlatMinBits;
-  while (needed < kFlatMaxBits && (top >> needed) != 0) ++needed;
-  if ((top >> needed) == 0) {
-    if (reserve_flat(kFlatMaxBits, huge_pages)) {
-      s_flat_bits = kFlatMaxBits;
-    } else if (needed + 1 < kFlatMaxBits && reserve_flat(needed + 1, huge_pages)) {
-      s_flat_bits = needed + 1;
-    }
-  }
+  const std::uintptr_t top = std::max({heap_end, reinterpret_cast<std::uintptr_t>(&on_stack),
+                                       reinterpret_cast<std::uintptr_t>(this)});
+  const std::size_t needed = std::max<std::size_t>(kFlatMinBits, std::bit_width(top));
+  if (needed <= kFlatMaxBits && reserve_flat(kFlatMaxBits, huge_pages))
+    s_flat_bits = kFlatMaxBits;
+  else if (needed + 1 < kFlatMaxBits && reserve_flat(needed + 1, huge_pages))
+    s_flat_bits = needed + 1;
   s_layout = s_flat_bits != 0 ? Layout::kFlat : Layout::kRadix;
 }
 

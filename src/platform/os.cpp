@@ -56,36 +56,27 @@ void* os_map(std::size_t bytes, std::size_t alignment) noexcept {
 
 void os_unmap(void* address, std::size_t bytes) noexcept { munmap(address, bytes); }
 
-void os_decommit(void* address, std::size_t bytes) noexcept {
+namespace {
+// madvise without touching the caller's errno; true when the kernel agreed.
+bool advise(void* address, std::size_t bytes, int advice) noexcept {
   int saved_errno = errno;
-  madvise(address, bytes, MADV_DONTNEED);
+  bool ok = madvise(address, bytes, advice) == 0;
   errno = saved_errno;
+  return ok;
 }
+}  // namespace
 
-void os_advise_hugepage(void* address, std::size_t bytes) noexcept {
-  int saved_errno = errno;
-  madvise(address, bytes, MADV_HUGEPAGE);
-  errno = saved_errno;
-}
+void os_decommit(void* address, std::size_t bytes) noexcept { advise(address, bytes, MADV_DONTNEED); }
 
-void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept {
-  int saved_errno = errno;
-  madvise(address, bytes, MADV_NOHUGEPAGE);
-  errno = saved_errno;
-}
+void os_advise_hugepage(void* address, std::size_t bytes) noexcept { advise(address, bytes, MADV_HUGEPAGE); }
 
-void os_advise_no_dump(void* address, std::size_t bytes) noexcept {
-  int saved_errno = errno;
-  madvise(address, bytes, MADV_DONTDUMP);
-  errno = saved_errno;
-}
+void os_advise_no_hugepage(void* address, std::size_t bytes) noexcept { advise(address, bytes, MADV_NOHUGEPAGE); }
+
+void os_advise_no_dump(void* address, std::size_t bytes) noexcept { advise(address, bytes, MADV_DONTDUMP); }
 
 bool os_advise_wipe_on_fork(void* address, std::size_t bytes) noexcept {
 #ifdef MADV_WIPEONFORK
-  int saved_errno = errno;
-  bool ok = madvise(address, bytes, MADV_WIPEONFORK) == 0;
-  errno = saved_errno;
-  return ok;
+  return advise(address, bytes, MADV_WIPEONFORK);
 #else
   (void)address;
   (void)bytes;

@@ -65,7 +65,8 @@ TEST(PageMap, LayoutFollowsTheOptionAndTheOS) {
   const char* option = std::getenv("STRATA_FLAT_PAGE_MAP");
   const bool radix_asked = option != nullptr && std::strcmp(option, "0") == 0;
   bool os_grants = false;
-  const std::size_t bytes = (std::size_t{1} << (PageMap::kFlatMaxBits - kPageShift)) * 20;
+  const std::size_t bytes =
+      (std::size_t{1} << (PageMap::kFlatMaxBits - kPageShift)) * (sizeof(PageMap::Entry) + sizeof(std::uint32_t));
   if (void* probe = os_map(bytes, kPageSize)) {
     os_grants = true;
     os_unmap(probe, bytes);
