@@ -135,6 +135,10 @@ struct TakenWord {
   std::uint64_t bits;
   std::uintptr_t base;
   std::uint32_t word;
+  // Never-used blocks handed out an OS page at a time (choose_free_word):
+  // the word is cut short by that rule, not by frees, so its size says
+  // nothing about how sparse the thread's spans are (listing's window).
+  bool paged_fresh;
 };
 
 // Forgets the parked units that blocks [first, last) overlap (they are
@@ -221,12 +225,14 @@ inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken,
   taken.base = span->block_base + std::uintptr_t{w} * 64 * size;
   const std::uint64_t first = std::uint64_t{w} * 64;
   const bool large = size >= kReuseFirstSize;
+  taken.paged_fresh = false;
   if ((one_page || large) && size > 64 && span->fresh_from < first + 64) {
     std::uint64_t used = span->fresh_from > first ? (std::uint64_t{1} << (span->fresh_from - first)) - 1 : 0;
     std::uint64_t fresh = bits & ~used;
     if (large && (bits & used) != 0) {
       bits &= used;
     } else if (fresh != 0) {
+      taken.paged_fresh = (bits & used) == 0;
       constexpr std::uintptr_t kOsPage = 4096;
       std::uintptr_t lowest = taken.base + static_cast<std::uintptr_t>(__builtin_ctzll(fresh)) * size;
       std::uintptr_t reach = (lowest & ~(kOsPage - 1)) + kOsPage - taken.base + size - 1;

@@ -150,7 +150,8 @@ inline constexpr std::uint32_t kBitsBlocksPerWord = 12;
 void close_listing_window(ThreadCache* cache) noexcept;
 
 // An allocation word of `blocks` blocks was taken: all that its span word
-// held (`whole`), or not (cut to a page, or to reused blocks: not counted).
+// held (`whole`), or not (cut to a page, or to reused blocks, or never-used
+// blocks handed out a page at a time, tail included: not counted).
 // One add: the window's blocks in the low half of `window`, its words in
 // the high half.
 inline void count_word_for_listing(ThreadCache* cache, std::uint32_t blocks, bool whole) noexcept {

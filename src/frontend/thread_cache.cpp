@@ -267,7 +267,7 @@ inline std::uint32_t next_word_of_current(const ThreadCache* cache, std::size_t 
 // Makes `taken` (bits of `span`, the class's current span, `blocks` of
 // them) the class's allocation word.
 void install_word(ThreadCache* cache, std::size_t cls, Span* span, const TakenWord& taken, std::uint32_t blocks) noexcept {
-  count_word_for_listing(cache, blocks, span->free_bits[taken.word] == 0);
+  count_word_for_listing(cache, blocks, span->free_bits[taken.word] == 0 && !taken.paged_fresh);
   AllocWord& word = cache->words[cls];
   word.bits = taken.bits;
   word.base = taken.base;

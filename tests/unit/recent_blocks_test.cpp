@@ -126,6 +126,28 @@ TEST(RecentBlocks, ALiveSetReplacedAtRandomListsAndABurstDoesNot) {
   }).join();
 }
 
+// Never-used blocks of 1 KiB and up are handed out an OS page (four of
+// 1 KiB) at a time (core/span_blocks.h), so the words of a burst through
+// fresh spans come out short though nothing was freed into them: they must
+// not count as sparse. Before they were left out of the window, a thread
+// walking through fresh 1 KiB spans turned to listing at its first window.
+TEST(RecentBlocks, WordsCutToAPageOfFreshBlocksDoNotCountAsSparse) {
+  std::thread([] {
+    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+    ThreadCache* cache = current_cache(false);
+    ASSERT_NE(cache, nullptr);
+    std::mt19937 random(11);
+    std::vector<void*> blocks(20000);  // 20 MiB: 1,250 fresh spans' worth
+    for (int round = 0; round < 3; ++round) {
+      for (void*& b : blocks) b = strata_malloc(1024);
+      EXPECT_FALSE(cache->lists) << "round " << round << ": fresh words cut to a page are not sparse";
+      std::shuffle(blocks.begin(), blocks.end(), random);
+      for (void* b : blocks) strata_free(b);
+    }
+    EXPECT_EQ(cache->listing, 0u);
+  }).join();
+}
+
 TEST(RecentBlocks, ListedBlocksComeBackNewestFirstAndWarm) {
   in_a_listing_thread([](ThreadCache* cache) {
     const std::size_t cls = size_to_class(64);
