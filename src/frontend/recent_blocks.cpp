@@ -43,15 +43,38 @@ void flush_class(ThreadCache* cache, std::size_t cls) noexcept {
   }
 }
 
+// A burst: the class stops pushing. A class of few spans gets the plain
+// tag back, so that the rest of the burst takes free's fast path; one of
+// more than kRetagSpans keeps its listing tags (the burst's frees set bits
+// in free's cold part), so that neither this turn nor the next costs a
+// walk over its spans.
 void turn_to_bits(ThreadCache* cache, std::size_t cls) noexcept {
-  cache->listing &= ~(std::uint64_t{1} << cls);
-  retag_class(cache, cls, owner_tag_for(cache));
+  const std::uint64_t bit = std::uint64_t{1} << cls;
+  cache->listing &= ~bit;
+  if (cache->owned_spans[cls] <= kRetagSpans) {
+    cache->tagged &= ~bit;
+    retag_class(cache, cls, owner_tag_for(cache));
+  }
   flush_class(cache, cls);
 }
 
+// The class pushes again, its spans tagged first if they are not yet.
 void turn_to_listing(ThreadCache* cache, std::size_t cls) noexcept {
-  cache->listing |= std::uint64_t{1} << cls;
+  const std::uint64_t bit = std::uint64_t{1} << cls;
+  cache->listing |= bit;
+  if ((cache->tagged & bit) != 0) return;
+  cache->tagged |= bit;
   retag_class(cache, cls, listing_tag_for(cache, cls));
+}
+
+// The thread stops listing: every class's list to the bits, every tagged
+// class's spans back to the plain tag.
+void stop_listing_and_untag(ThreadCache* cache) noexcept {
+  for (std::uint64_t classes = cache->tagged; classes != 0; classes &= classes - 1)
+    retag_class(cache, static_cast<std::size_t>(__builtin_ctzll(classes)), owner_tag_for(cache));
+  cache->tagged = 0;
+  flush_recent(cache);
+  cache->listing = 0;
 }
 
 }  // namespace
@@ -63,8 +86,7 @@ void close_listing_window(ThreadCache* cache) noexcept {
   if (blocks < words * kListingBlocksPerWord && !g_options.check) {
     cache->lists = true;
   } else if (cache->lists && blocks >= words * kBitsBlocksPerWord) {
-    for (std::uint64_t classes = cache->listing; classes != 0; classes &= classes - 1)
-      turn_to_bits(cache, static_cast<std::size_t>(__builtin_ctzll(classes)));
+    stop_listing_and_untag(cache);
     cache->lists = false;
   }
   if (!cache->lists) return;
@@ -99,6 +121,7 @@ void free_to_recent_list(void* block, PageMap::EntryRef entry, ThreadCache* cach
   const std::size_t offset = page.page_offset | (reinterpret_cast<std::uintptr_t>(block) & (kPageSize - 1));
   if (__builtin_expect(offset * list.multiple_test >= list.multiple_test, 0))  // is_block_start
     report_misuse(block, "free of an interior pointer");
+  if (__builtin_expect(((cache->listing >> cls) & 1) == 0, 0)) return free_owned(cache, entry.span(), block);
   if (__builtin_expect(list.count >= kRecentLimit, 0)) return recent_list_full(cache, block, cls, entry);
   push_recent(list, block);
 }
@@ -111,6 +134,7 @@ void flush_recent(ThreadCache* cache) noexcept {
 void stop_listing(ThreadCache* cache) noexcept {
   flush_recent(cache);
   cache->listing = 0;
+  cache->tagged = 0;
   cache->lists = false;
   cache->window = 0;
 }

@@ -122,7 +122,10 @@ class alignas(4096) ThreadCache {
   std::uint64_t sample_pending[2] = {0, 0};  // bit per class: its word runs dry at a sampled allocation
   // Listing (frontend/recent_blocks.h): the classes whose spans' pages
   // carry listing tags (the thread's frees of their blocks go to
-  // recent[cls]), whether the thread lists, and what decides it.
+  // free_to_recent_list), those of them that list now (such a free pushes
+  // the block onto recent[cls]; the others set its bit: a burst turned the
+  // class back), whether the thread lists, and what decides it.
+  std::uint64_t tagged = 0;
   std::uint64_t listing = 0;
   RecentList recent[kNumClasses];
   bool lists = false;

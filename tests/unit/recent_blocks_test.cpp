@@ -203,14 +203,56 @@ TEST(RecentBlocks, ASecondFillInAWindowTurnsItsClassBackToBitsUntilTheNextWindow
     EXPECT_TRUE(cache->lists) << "the other classes still list";
     for (void* p : blocks) {
       EXPECT_TRUE(block_is_free(g_page_map.lookup(p), p));
-      EXPECT_EQ(tag_of(p), owner_tag_for(cache)) << "the plain tag: frees take the bit path";
+      EXPECT_EQ(tag_of(p), owner_tag_for(cache)) << "few spans: the plain tag, frees take the fast path";
     }
     expect_counts_add_up(cache);
+    void* more = strata_malloc(96);
+    strata_free(more);
+    EXPECT_EQ(cache->recent[cls].count, 0u) << "the rest of the burst takes the bits";
+    EXPECT_TRUE(block_is_free(g_page_map.lookup(more), more));
     close_a_sparse_window(cache);
     EXPECT_TRUE(lists_class(cache, cls));
     void* again = strata_malloc(96);
     EXPECT_EQ(tag_of(again), listing_tag_for(cache, cls));
     strata_free(again);
+    EXPECT_EQ(cache->recent[cls].count, 1u) << "listed again";
+  });
+}
+
+// A class of many spans keeps its listing tags when a burst turns it back
+// (retagging them all at each turn was a walk over the whole class): the
+// burst's frees still set bits, and listing again at the window's end
+// retags nothing.
+TEST(RecentBlocks, ABurstInAClassOfManySpansKeepsItsTagsAndStillTakesTheBits) {
+  in_a_listing_thread([](ThreadCache* cache) {
+    const std::size_t cls = size_to_class(512);
+    std::vector<void*> kept, burst;  // more spans than kRetagSpans, one block kept out in each
+    std::vector<const Span*> spans;
+    for (std::uint32_t i = 0; i < (kRetagSpans + 8) * class_info(cls).long_objects; ++i) {
+      void* p = strata_malloc(512);
+      const Span* span = g_page_map.lookup(p);
+      if (std::find(spans.begin(), spans.end(), span) == spans.end()) {
+        spans.push_back(span);
+        kept.push_back(p);
+      } else {
+        burst.push_back(p);
+      }
+    }
+    ASSERT_GT(cache->owned_spans[cls], kRetagSpans);
+    for (void* p : burst) strata_free(p);  // far more than two fills: a burst
+    EXPECT_FALSE(lists_class(cache, cls)) << "the burst turned the class back";
+    EXPECT_EQ(cache->recent[cls].count, 0u);
+    for (void* p : burst) {
+      EXPECT_TRUE(block_is_free(g_page_map.lookup(p), p)) << "the burst's blocks are in the bits";
+      EXPECT_EQ(tag_of(p), listing_tag_for(cache, cls)) << "many spans: the tags stay";
+    }
+    expect_counts_add_up(cache);
+    close_a_sparse_window(cache);
+    EXPECT_TRUE(lists_class(cache, cls));
+    void* again = strata_malloc(512);
+    strata_free(again);
+    EXPECT_EQ(cache->recent[cls].count, 1u) << "listed again without a retag";
+    for (void* p : kept) strata_free(p);
   });
 }
 
