@@ -45,10 +45,16 @@ void close_a_sparse_window(ThreadCache* cache) {
   close_listing_window(cache);
 }
 
+// The calling thread's own cache (nullptr if it has none): enough
+// allocations that the thread is no longer young.
+ThreadCache* busy_cache() {
+  for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
+  return current_cache(false);
+}
+
 // The calling thread's cache, listing as after a window of sparse words.
 ThreadCache* listing_cache() {
-  for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));  // busy: a cache of its own
-  ThreadCache* cache = current_cache(false);
+  ThreadCache* cache = busy_cache();
   if (cache == nullptr) return nullptr;
   close_a_sparse_window(cache);
   return cache;
@@ -97,8 +103,7 @@ void replace_at_random(std::vector<void*>& slots, int operations, std::mt19937& 
 
 TEST(RecentBlocks, ALiveSetReplacedAtRandomListsAndABurstDoesNot) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = busy_cache();
     ASSERT_NE(cache, nullptr);
     // Bursts: allocate 20,000 blocks, free them in random order, again.
     std::mt19937 random(7);
@@ -133,8 +138,7 @@ TEST(RecentBlocks, ALiveSetReplacedAtRandomListsAndABurstDoesNot) {
 // walking through fresh 1 KiB spans turned to listing at its first window.
 TEST(RecentBlocks, WordsCutToAPageOfFreshBlocksDoNotCountAsSparse) {
   std::thread([] {
-    for (int i = 0; i < 300; ++i) strata_free(strata_malloc(16));
-    ThreadCache* cache = current_cache(false);
+    ThreadCache* cache = busy_cache();
     ASSERT_NE(cache, nullptr);
     std::mt19937 random(11);
     std::vector<void*> blocks(20000);  // 20 MiB: 1,250 fresh spans' worth
