@@ -67,14 +67,12 @@ void turn_to_listing(ThreadCache* cache, std::size_t cls) noexcept {
   retag_class(cache, cls, listing_tag_for(cache, cls));
 }
 
-// The thread stops listing: every class's list to the bits, every tagged
-// class's spans back to the plain tag.
+// The thread stops listing while it lives on: every tagged class's spans
+// back to the plain tag, then stop_listing.
 void stop_listing_and_untag(ThreadCache* cache) noexcept {
   for (std::uint64_t classes = cache->tagged; classes != 0; classes &= classes - 1)
     retag_class(cache, static_cast<std::size_t>(__builtin_ctzll(classes)), owner_tag_for(cache));
-  cache->tagged = 0;
-  flush_recent(cache);
-  cache->listing = 0;
+  stop_listing(cache);
 }
 
 }  // namespace
@@ -87,7 +85,6 @@ void close_listing_window(ThreadCache* cache) noexcept {
     cache->lists = true;
   } else if (cache->lists && blocks >= words * kBitsBlocksPerWord) {
     stop_listing_and_untag(cache);
-    cache->lists = false;
   }
   if (!cache->lists) return;
   for (std::size_t cls = 1; cls < kNumClasses; ++cls)  // bursts may have turned some back since
