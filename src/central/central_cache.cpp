@@ -23,8 +23,24 @@ void init_small_span(Span* span, std::size_t cls, ThreadCache* owner) noexcept {
   set_owner(span, owner);
 }
 
+// The lock, publishing partial_listed_ as it lets go.
+class CentralCache::Locked {
+ public:
+  explicit Locked(CentralCache& central) noexcept : central_(central) { central_.mutex_.lock(); }
+  ~Locked() {
+    central_.partial_listed_.store(!central_.partial_.empty(), std::memory_order_relaxed);
+    central_.mutex_.unlock();
+  }
+  Locked(const Locked&) = delete;
+  Locked& operator=(const Locked&) = delete;
+
+ private:
+  CentralCache& central_;
+};
+
 Span* CentralCache::adopt(ThreadCache* owner) noexcept {
-  LockGuard guard(mutex_);
+  if (!partial_listed_.load(std::memory_order_relaxed)) return nullptr;
+  Locked guard(*this);
   Span* span = partial_.pop();
   if (span == nullptr) return nullptr;
   if (span == kept_empty_) kept_empty_ = nullptr;
@@ -37,7 +53,7 @@ Span* CentralCache::adopt(ThreadCache* owner) noexcept {
 void CentralCache::abandon(SpanList& spans) noexcept {
   SpanList empty;
   {
-    LockGuard guard(mutex_);
+    Locked guard(*this);
     while (Span* span = spans.pop()) {
       set_owner(span, nullptr);
       if (span->countdown == 0) {
@@ -76,7 +92,7 @@ std::uint32_t CentralCache::receive(void** blocks, std::uint32_t count) noexcept
   SpanList empty;
   std::uint32_t forwarded = 0;
   {
-    LockGuard guard(mutex_);
+    Locked guard(*this);
     for (std::uint32_t i = 0; i < count; ++i) {
       void* block = blocks[i];
       Span* span = g_page_map.lookup(block);
@@ -100,7 +116,7 @@ void* CentralCache::take_one_locked(Span* span) noexcept {
 
 void* CentralCache::allocate_one(std::size_t cls) noexcept {
   {
-    LockGuard guard(mutex_);
+    Locked guard(*this);
     if (Span* span = partial_.head) {
       void* block = take_one_locked(span);
       if (!span_has_free_blocks(span)) partial_.remove(span);
@@ -112,7 +128,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
   init_small_span(span, cls, nullptr);
   // The block comes out before the span is filed: once filed, another
   // thread could adopt it before this one takes its block.
-  LockGuard guard(mutex_);
+  Locked guard(*this);
   ++spans_;
   void* block = take_one_locked(span);
   if (span_has_free_blocks(span)) partial_.push(span);
@@ -120,7 +136,7 @@ void* CentralCache::allocate_one(std::size_t cls) noexcept {
 }
 
 bool CentralCache::holds_free_block(Span* span, const void* block) noexcept {
-  LockGuard guard(mutex_);
+  Locked guard(*this);
   if (span->owner.load(std::memory_order_relaxed) != nullptr) return false;
   return block_is_free(span, block);
 }
@@ -130,7 +146,7 @@ std::size_t CentralCache::park_free_units() noexcept {
   std::size_t released = 0;
   if (g_options.check) return 0;  // checking mode keeps every free block's poison
   {
-    LockGuard guard(mutex_);
+    Locked guard(*this);
     if ((kept = kept_empty_) != nullptr) {
       kept_empty_ = nullptr;
       partial_.remove(kept);
@@ -153,12 +169,13 @@ void CentralCache::release_kept_if_idle(std::uint64_t now_ns, std::uint64_t peri
   } else {
     kept = nullptr;
   }
+  partial_listed_.store(!partial_.empty(), std::memory_order_relaxed);
   mutex_.unlock();
   if (kept != nullptr) g_page_heap.deallocate(kept);
 }
 
 CentralStats CentralCache::stats() noexcept {
-  LockGuard guard(mutex_);
+  Locked guard(*this);
   CentralStats s;
   s.spans = spans_;
   s.blocks_out = blocks_out_;

@@ -15,6 +15,7 @@
 // lock (empty spans are collected and released after unlocking).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -80,8 +81,16 @@ class CentralCache {
   // and give it back each time.
   static constexpr std::size_t kMaxKeptPages = 8;
 
+  // mutex_ held for a scope, publishing partial_listed_ as it lets go.
+  class Locked;
+
   Mutex mutex_;
   SpanList partial_;   // unowned spans with at least one free block
+  // Whether partial_ held a span when mutex_ was last let go: read without
+  // the lock by adopt, so that a thread taking a new span does not lock a
+  // class with nothing to adopt (most classes of most programs). A stale
+  // answer only makes that one span come from the page heap instead.
+  std::atomic<bool> partial_listed_{false};
   Span* kept_empty_ = nullptr;  // one empty span stays (in partial_) until idle for a decay period
   std::size_t spans_ = 0;
   std::size_t blocks_out_ = 0;  // sum of blocks out over unowned spans

@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -89,6 +91,26 @@ TEST(CentralCache, AdoptedSpansServeTheNextThread) {
   strata_free(probe);
 }
 
+
+// A class with no unowned span: a thread taking a new span does not wait
+// for the class's lock (adopt reads partial_listed_ first). Before, this
+// adopt waited until the lock was let go.
+TEST(CentralCache, AdoptDoesNotWaitForTheLockOfAClassWithNothingToAdopt) {
+  CentralCache central;
+  central.mutex().lock();  // as a busy class's lock would be, by another thread
+  std::atomic<bool> returned{false};
+  Span* adopted = reinterpret_cast<Span*>(1);
+  std::thread taker([&] {
+    adopted = central.adopt(nullptr);
+    returned.store(true);
+  });
+  for (int i = 0; i < 5000 && !returned.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool returned_while_held = returned.load();
+  central.mutex().unlock();
+  taker.join();
+  EXPECT_TRUE(returned_while_held);
+  EXPECT_EQ(adopted, nullptr);
+}
 
 TEST(CentralCache, BlockCountsAddUp) {
   // take a word / take one / free / give bits back keep: blocks out + free
