@@ -243,3 +243,26 @@ TEST(SpanBlocks, EveryFreeUnitIsParkedAndItsBlocksStayFree) {
   EXPECT_FALSE(return_free_bits(span, 1, taken.bits));
   g_page_heap.deallocate(span);
 }
+
+// Never-used blocks of 1 KiB and more come an OS page at a time on pages
+// never touched (the page heap's fresh or decommitted pages), 16 KiB at a
+// time on pages the heap had in use before (not pages_zero: resident
+// already), and a block larger than that still one at a time.
+TEST(SpanBlocks, NeverUsedLargeBlocksComeAPageAtATimeOnlyWherePagesAreNotResident) {
+  auto blocks_of_first_word = [](std::size_t size, bool pages_zero) {
+    const std::size_t cls = size_to_class(size);
+    Span* span = g_page_heap.allocate(class_info(cls).span_pages, 1, SpanState::kSmall);
+    EXPECT_NE(span, nullptr);
+    if (span == nullptr) return -1;
+    span->pages_zero = pages_zero;
+    init_small_span(span, cls, nullptr);
+    EXPECT_EQ(span->block_base % 4096, 0u);
+    TakenWord taken{};
+    EXPECT_TRUE(choose_free_word(span, false, taken));
+    g_page_heap.deallocate(span);
+    return __builtin_popcountll(taken.bits);
+  };
+  EXPECT_EQ(blocks_of_first_word(1024, true), 4) << "fresh pages: one OS page of 1 KiB blocks";
+  EXPECT_EQ(blocks_of_first_word(1024, false), 16) << "resident pages: 16 KiB of them";
+  EXPECT_EQ(blocks_of_first_word(20000, false), 1) << "a 20 KB buffer still one at a time";
+}
