@@ -28,7 +28,7 @@ class CentralCache::Locked {
  public:
   explicit Locked(CentralCache& central) noexcept : central_(central) { central_.mutex_.lock(); }
   ~Locked() {
-    central_.partial_listed_.store(!central_.partial_.empty(), std::memory_order_relaxed);
+    central_.publish_listed();
     central_.mutex_.unlock();
   }
   Locked(const Locked&) = delete;
@@ -169,7 +169,7 @@ void CentralCache::release_kept_if_idle(std::uint64_t now_ns, std::uint64_t peri
   } else {
     kept = nullptr;
   }
-  partial_listed_.store(!partial_.empty(), std::memory_order_relaxed);
+  publish_listed();
   mutex_.unlock();
   if (kept != nullptr) g_page_heap.deallocate(kept);
 }

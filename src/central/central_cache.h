@@ -83,6 +83,8 @@ class CentralCache {
 
   // mutex_ held for a scope, publishing partial_listed_ as it lets go.
   class Locked;
+  // Sets partial_listed_ from partial_; caller holds mutex_, about to let go.
+  void publish_listed() noexcept { partial_listed_.store(!partial_.empty(), std::memory_order_relaxed); }
 
   Mutex mutex_;
   SpanList partial_;   // unowned spans with at least one free block

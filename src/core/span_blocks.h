@@ -156,8 +156,9 @@ inline constexpr std::size_t kReuseFirstSize = 1024;
 // (not pages_zero: the page heap recycled them, resident): no page to spare
 // there, but a buffer freed and allocated again should still get its own
 // block back, not walk the span. 4 pages: 16 blocks of 1 KiB per slow path
-// instead of 4 in a burst through recycled spans; a block over 12 KiB still
-// comes one at a time.
+// instead of 4 in a burst through recycled spans; a block of 16 KiB or more
+// still comes one at a time (a smaller buffer freed and allocated again
+// cycles through the few blocks that start in those 16 KiB).
 inline constexpr std::uintptr_t kResidentFreshReach = 16384;
 
 // A word with at least this many free blocks is taken as it is when it is
