@@ -135,9 +135,10 @@ struct TakenWord {
   std::uint64_t bits;
   std::uintptr_t base;
   std::uint32_t word;
-  // Never-used blocks handed out an OS page at a time (choose_free_word):
-  // the word is cut short by that rule, not by frees, so its size says
-  // nothing about how sparse the thread's spans are (listing's window).
+  // Never-used blocks handed out an OS page (16 KiB on resident pages) at a
+  // time (choose_free_word): the word is cut short by that rule, not by
+  // frees, so its size says nothing about how sparse the thread's spans are
+  // (listing's window).
   bool paged_fresh;
 };
 

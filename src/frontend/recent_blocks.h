@@ -159,7 +159,8 @@ void close_listing_window(ThreadCache* cache) noexcept;
 
 // An allocation word of `blocks` blocks was taken: all that its span word
 // held (`whole`), or not (cut to a page, or to reused blocks, or never-used
-// blocks handed out a page at a time, tail included: not counted).
+// blocks handed out a page, or 16 KiB, at a time, tail included: not
+// counted).
 // One add: the window's blocks in the low half of `window`, its words in
 // the high half.
 inline void count_word_for_listing(ThreadCache* cache, std::uint32_t blocks, bool whole) noexcept {
