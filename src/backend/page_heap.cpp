@@ -367,6 +367,11 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState s
   std::size_t search = pages + align_pages - 1;
   if (search < pages || search > (std::size_t{1} << (kAddressBits - kPageShift))) return nullptr;
   LockGuard guard(mutex_);
+  return allocate_locked(pages, align_pages, state);
+}
+
+Span* PageHeap::allocate_locked(std::size_t pages, std::size_t align_pages, SpanState state) noexcept {
+  std::size_t search = pages + align_pages - 1;
   Span* span = find_free_locked(search);
   if (span == nullptr) span = grow_locked(search);
   if (span == nullptr) return nullptr;
@@ -387,6 +392,10 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState s
     g_page_map.set(rest->first_page + rest->page_count - 1, rest);
     file_free_locked(rest);
   }
+  return hand_out_locked(span, state);
+}
+
+Span* PageHeap::hand_out_locked(Span* span, SpanState state) noexcept {
   span->state = state;
   span->decommitted = false;
   span->next = span->prev = nullptr;
@@ -397,6 +406,84 @@ Span* PageHeap::allocate(std::size_t pages, std::size_t align_pages, SpanState s
   stats_.in_use_bytes += span->bytes();
   after_change_locked();
   return span;
+}
+
+// --- runways: each thread's new spans side by side -----------------------------
+
+Span* PageHeap::allocate_small(std::size_t pages, Span*& runway) noexcept {
+  LockGuard guard(mutex_);
+  // Resident free pages that fit come first, as for any request: reusing
+  // them costs no memory. Pages never touched (or given back) are what the
+  // runway holds: the thread's next spans follow each other there, where
+  // threads carving a free run by turns would interleave theirs.
+  Span* fit = find_free_locked(pages);
+  if (fit != nullptr && !fit->pages_zero) return allocate_locked(pages, 1, SpanState::kSmall);
+  if (runway == nullptr || runway->page_count < pages) {
+    if (runway != nullptr) release_runway_locked(runway);  // may merge with fit
+    runway = take_runway_locked(pages);
+    if (runway == nullptr) return allocate_locked(pages, 1, SpanState::kSmall);  // the OS refused that much
+  }
+  Span* span = runway;
+  if (runway->page_count == pages) {
+    runway = nullptr;
+  } else {
+    Span* rest = split_front_locked(span, pages);
+    if (rest == nullptr) return allocate_locked(pages, 1, SpanState::kSmall);  // no Span object for the rest
+    rest->state = SpanState::kDetached;
+    g_page_map.set(rest->first_page, rest);  // its ends, as a free span's: neighbours freed
+    g_page_map.set(rest->first_page + rest->page_count - 1, rest);  // beside it see it is no free span
+    runway = rest;
+  }
+  count_runway_locked(span, -1);
+  return hand_out_locked(span, SpanState::kSmall);
+}
+
+// A new runway for spans of `pages` pages, max(kRunwayPages, 4 * pages)
+// long: the front of the shortest free run that fits (pages never touched,
+// as a rule: allocate_small took a resident one), else pages the heap grows
+// by. Only the pages carved from it are touched.
+Span* PageHeap::take_runway_locked(std::size_t pages) noexcept {
+  const std::size_t wanted = pages * 4 > kRunwayPages ? pages * 4 : kRunwayPages;
+  Span* span = find_free_locked(pages);
+  if (span == nullptr) span = grow_locked(wanted);
+  if (span == nullptr) return nullptr;
+  unfile_free_locked(span);  // kDetached: spans freed beside it do not merge with it
+  if (span->page_count > wanted) {
+    if (Span* rest = split_front_locked(span, wanted)) {
+      g_page_map.set(rest->first_page, rest);
+      g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+      file_free_locked(rest);
+    }
+  }
+  g_page_map.set(span->first_page, span);
+  g_page_map.set(span->first_page + span->page_count - 1, span);
+  count_runway_locked(span, +1);
+  return span;
+}
+
+void PageHeap::release_runway(Span*& runway) noexcept {
+  if (runway == nullptr) return;
+  LockGuard guard(mutex_);
+  release_runway_locked(runway);
+  after_change_locked();
+}
+
+void PageHeap::release_runway_locked(Span*& runway) noexcept {
+  count_runway_locked(runway, -1);
+  insert_free_locked(runway, runway->free_since);
+  runway = nullptr;
+}
+
+void PageHeap::count_runway_locked(const Span* span, int sign) noexcept {
+  std::size_t bytes = span->bytes();
+  std::size_t unbacked = span->pages_zero ? bytes : 0;  // fresh or given back: not resident
+  if (sign > 0) {
+    runway_bytes_ += bytes;
+    runway_unbacked_bytes_ += unbacked;
+  } else {
+    runway_bytes_ -= bytes;
+    runway_unbacked_bytes_ -= unbacked;
+  }
 }
 
 void PageHeap::deallocate(Span* span, std::uint64_t free_since) noexcept {
@@ -487,6 +574,11 @@ PageHeapStats PageHeap::stats() noexcept {
   LockGuard guard(mutex_);
   PageHeapStats copy = stats_;
   copy.fresh_bytes = fresh_pages_ << kPageShift;
+  // Runways are free pages set aside for one thread: free, and not backed
+  // where never touched.
+  copy.free_bytes += runway_bytes_;
+  copy.decommitted_bytes += runway_unbacked_bytes_;
+  copy.runway_bytes = runway_bytes_;
   copy.small_span_bytes = small_span_bytes_.load(std::memory_order_relaxed);
   copy.lock_contended = mutex_.contended_count();
   return copy;

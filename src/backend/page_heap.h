@@ -49,12 +49,15 @@ struct PageHeapStats {
   std::size_t free_spans = 0;
   std::size_t reservations = 0;       // mmap calls for heap memory
   std::size_t decommit_calls = 0;     // madvise calls
+  std::size_t runway_bytes = 0;       // free pages set aside in threads' runways (in free_bytes too)
   unsigned long lock_contended = 0;
 };
 
 class PageHeap {
  public:
   static constexpr std::size_t kMaxListPages = 128;
+  // A thread's runway for its new spans (256 KiB; allocate_small).
+  static constexpr std::size_t kRunwayPages = 32;
 
   // A span of exactly `pages` pages whose start is aligned to `align_pages`
   // pages (a power of two), every page mapped to it, in `state` (kLarge or
@@ -62,6 +65,19 @@ class PageHeap {
   // or nullptr when the OS refuses memory.
   Span* allocate(std::size_t pages, std::size_t align_pages = 1,
                  SpanState state = SpanState::kLarge) noexcept;
+
+  // A kSmall span of `pages` pages for a thread whose runway is `runway`
+  // (nullptr: none yet). Resident free pages that fit come first (reused,
+  // as by allocate); otherwise the span is cut from the front of the
+  // runway, and when the runway is short it goes back free and a new one
+  // (max(kRunwayPages, 4 * pages)) is cut from free pages never touched or
+  // from pages the heap grows by. Threads that grow at once so keep their
+  // spans apart, each in address order, and a runway holds no resident page
+  // unused (unless growth merged fresh pages with a free run below them).
+  Span* allocate_small(std::size_t pages, Span*& runway) noexcept;
+
+  // Gives a thread's runway back as free pages (nullptr: nothing to do).
+  void release_runway(Span*& runway) noexcept;
 
   // Takes back a span in use (kSmall or kLarge): coalesces and files it.
   // `free_since`: when its pages became free, for decay (0: now; a thread's
@@ -100,6 +116,11 @@ class PageHeap {
   const char* validate() noexcept;
 
  private:
+  Span* allocate_locked(std::size_t pages, std::size_t align_pages, SpanState state) noexcept;
+  Span* hand_out_locked(Span* span, SpanState state) noexcept;  // cut to size, detached: in use now
+  Span* take_runway_locked(std::size_t pages) noexcept;
+  void release_runway_locked(Span*& runway) noexcept;
+  void count_runway_locked(const Span* span, int sign) noexcept;
   Span* find_free_locked(std::size_t pages) noexcept;
   Span* grow_locked(std::size_t pages) noexcept;      // from the fresh rest, reserving when short
   bool reserve_locked(std::size_t pages) noexcept;    // a new reservation becomes the fresh rest
@@ -126,6 +147,8 @@ class PageHeap {
   PageId fresh_first_ = 0;      // the newest reservation's never-used rest:
   std::size_t fresh_pages_ = 0;  // not a free span, not in the page map
   std::atomic<std::size_t> small_span_bytes_{0};
+  std::size_t runway_bytes_ = 0;           // detached in threads' runways
+  std::size_t runway_unbacked_bytes_ = 0;  // of which never touched or given back
   Span* small_spans_ = nullptr;  // every small span in use (small_next/small_prev)
   Span* decay_head_ = nullptr;  // committed free spans, oldest first (roughly)
   Span* decay_tail_ = nullptr;

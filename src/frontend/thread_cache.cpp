@@ -243,7 +243,7 @@ Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
     return fetched(cache, cls, span);
   }
   release_kept_spans_of_other_lengths(cache, pages);
-  Span* span = g_page_heap.allocate(pages, 1, SpanState::kSmall);
+  Span* span = g_page_heap.allocate_small(pages, cache->runway);
   if (span == nullptr) return nullptr;
   init_small_span(span, cls, cache);
   ++cache->stats.spans_new;
@@ -586,6 +586,7 @@ void scavenge(ThreadCache* cache, std::uint64_t now) noexcept {
       if (span->used_epoch < cache->scavenge_epoch) cache->stats.parked_bytes += park_free_units(span);
     g_central[cls].release_kept_if_idle(now, period);
   }
+  g_page_heap.release_runway(cache->runway);  // its pages decay as free pages do
   flush_outbox(cache);
 }
 
@@ -651,6 +652,7 @@ std::size_t flush_thread_cache(ThreadCache* cache) noexcept {
       span = next;
     }
   }
+  g_page_heap.release_runway(cache->runway);
   flush_outbox(cache);
   return released;
 }
@@ -988,6 +990,7 @@ void release_thread_cache(ThreadCache* cache) noexcept {
     cache->owned_spans[cls] = 0;
   }
   cache->kept_empty_bytes = 0;
+  g_page_heap.release_runway(cache->runway);
   // Anything sent to us from now on finds the spans unowned, or is routed by
   // the next thread that takes this cache over.
   drain_inbox(cache);

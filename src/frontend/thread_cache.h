@@ -111,6 +111,10 @@ class alignas(4096) ThreadCache {
   // (STRATA_THREAD_CACHE_BYTES) while a burst lasts, at most max_kept_bytes
   // of them once idle for a decay period (release_idle_surplus).
   std::uint32_t spans_taken = 0;     // from the page heap or the central cache since this thread began
+  // Pages the page heap set aside for this thread's new spans when it grew
+  // for them (PageHeap::allocate_small): given back at every scavenge, at
+  // exit and on strata_release_free_memory.
+  Span* runway = nullptr;
   std::size_t kept_empty_bytes = 0;
   std::size_t max_kept_bytes = 0;
   std::uint64_t next_scavenge_ns = 0;

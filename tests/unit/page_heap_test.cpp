@@ -242,3 +242,93 @@ TEST(PageHeap, HugePagePolicyFillsTheLowestAddressFirst) {
   expect_valid(heap);
   strata::detail::g_options.huge_pages = false;
 }
+
+TEST(PageHeap, RunwaysKeepTheSpansOfThreadsThatGrowAtOnceApart) {
+  static PageHeap heap;  // no free pages yet: every request makes the heap grow
+  constexpr std::size_t kSpanPages = 4;
+  constexpr int kSpans = 6;  // 24 pages: within one runway of kRunwayPages (32)
+  Span* runway_a = nullptr;
+  Span* runway_b = nullptr;
+  std::vector<Span*> a, b;
+  for (int i = 0; i < kSpans; ++i) {  // two threads' requests, strictly alternating
+    a.push_back(heap.allocate_small(kSpanPages, runway_a));
+    b.push_back(heap.allocate_small(kSpanPages, runway_b));
+    ASSERT_NE(a.back(), nullptr);
+    ASSERT_NE(b.back(), nullptr);
+  }
+  for (int i = 0; i < kSpans; ++i) {
+    EXPECT_EQ(a[i]->state, SpanState::kSmall);
+    EXPECT_EQ(a[i]->page_count, kSpanPages);
+    EXPECT_TRUE(a[i]->pages_zero) << "carved from pages never touched";
+    EXPECT_EQ(g_page_map.lookup_page(a[i]->first_page + kSpanPages - 1), a[i]) << "every page maps to its span";
+  }
+  for (int i = 1; i < kSpans; ++i) {
+    EXPECT_EQ(a[i]->first_page, a[i - 1]->first_page + kSpanPages) << "thread a's spans follow each other";
+    EXPECT_EQ(b[i]->first_page, b[i - 1]->first_page + kSpanPages) << "thread b's spans follow each other";
+  }
+  ASSERT_NE(runway_a, nullptr);
+  ASSERT_NE(runway_b, nullptr);
+  const std::size_t rest = PageHeap::kRunwayPages - kSpans * kSpanPages;
+  EXPECT_EQ(runway_a->page_count, rest);
+  PageHeapStats stats = heap.stats();
+  EXPECT_EQ(stats.runway_bytes, 2 * rest * kPageSize);
+  EXPECT_EQ(stats.mapped_bytes, stats.in_use_bytes + stats.free_bytes + stats.fresh_bytes)
+      << "the runways count as free pages";
+  EXPECT_EQ(stats.decommitted_bytes, stats.free_bytes) << "the runways' pages were never touched";
+  expect_valid(heap);
+
+  // Free pages that fit come before the runway: a span freed by b serves a.
+  PageId hole = b[3]->first_page;
+  heap.deallocate(b[3]);
+  Span* reused = heap.allocate_small(kSpanPages, runway_a);
+  ASSERT_NE(reused, nullptr);
+  EXPECT_EQ(reused->first_page, hole);
+  EXPECT_EQ(runway_a->page_count, rest) << "the runway was not touched";
+  b[3] = reused;
+
+  // A runway given back is free memory like any other, and merges.
+  heap.release_runway(runway_a);
+  EXPECT_EQ(runway_a, nullptr);
+  EXPECT_EQ(heap.stats().runway_bytes, rest * kPageSize);
+  expect_valid(heap);
+  for (Span* s : a) heap.deallocate(s);
+  for (Span* s : b) heap.deallocate(s);
+  heap.release_runway(runway_b);
+  stats = heap.stats();
+  EXPECT_EQ(stats.runway_bytes, 0u);
+  EXPECT_EQ(stats.in_use_bytes, 0u);
+  EXPECT_EQ(stats.free_spans, 1u) << "everything coalesced into one free span";
+  expect_valid(heap);
+}
+
+TEST(PageHeap, ARunwayTooShortGoesBackAndTheHeapGrowsByANewOne) {
+  static PageHeap heap;
+  Span* runway = nullptr;
+  Span* first = heap.allocate_small(60, runway);  // 60 of a 240-page runway (four spans' worth)
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(runway, nullptr);
+  EXPECT_EQ(runway->page_count, 180u);
+  std::vector<Span*> spans = {first};
+  for (int i = 0; i < 3; ++i) spans.push_back(heap.allocate_small(60, runway));
+  EXPECT_EQ(runway, nullptr) << "four spans used the runway up";
+  Span* next = heap.allocate_small(60, runway);
+  ASSERT_NE(next, nullptr);
+  ASSERT_NE(runway, nullptr);
+  spans.push_back(next);
+  PageId rest_first = runway->first_page;
+  // 200 pages do not fit in the rest (180): it goes back free and the heap
+  // grows by a new runway.
+  spans.push_back(heap.allocate_small(200, runway));
+  ASSERT_NE(spans.back(), nullptr);
+  ASSERT_NE(runway, nullptr);
+  EXPECT_EQ(heap.stats().runway_bytes, runway->bytes()) << "the short rest is no runway any more";
+  Span* freed_rest = g_page_map.lookup_page(rest_first);
+  ASSERT_NE(freed_rest, nullptr);
+  EXPECT_TRUE(freed_rest->state == SpanState::kFree || freed_rest == runway)
+      << "the old rest is free pages now (or merged into the new runway)";
+  expect_valid(heap);
+  for (Span* s : spans) heap.deallocate(s);
+  heap.release_runway(runway);
+  EXPECT_EQ(heap.stats().runway_bytes, 0u);
+  expect_valid(heap);
+}

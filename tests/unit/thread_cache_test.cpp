@@ -724,3 +724,44 @@ TEST(ThreadCache, LargerBlocksAreSpansOfTheirOwnUntilTheThreadKeepsAskingForThei
     for (void* b : blocks) strata_free(b);
   }).join();
 }
+
+TEST(ThreadCache, ThreadsThatGrowAtOnceTakeTheirSpansFromRunwaysOfTheirOwn) {
+  // Two threads take turns, each allocating a span's worth of 64 B blocks
+  // per turn, so that their requests to the page heap alternate. Each
+  // thread's spans must still follow each other in memory (its runway),
+  // not alternate with the other thread's.
+  constexpr int kTurns = 24;
+  constexpr int kBlocksPerTurn = 512;
+  // Free pages earlier tests left resident would be reused first (holes);
+  // given back, they read as never touched and serve as runways.
+  strata_release_free_memory();
+  std::atomic<int> turn{0};
+  std::vector<void*> blocks[2];
+  auto run = [&](int me) {
+    for (int i = 0; i < 300; ++i) blocks[me].push_back(strata_malloc(64));  // past the young phase
+    for (int t = 0; t < kTurns; ++t) {
+      while (turn.load() != me) std::this_thread::yield();
+      for (int i = 0; i < kBlocksPerTurn; ++i) blocks[me].push_back(strata_malloc(64));
+      turn.store(1 - me);
+    }
+  };
+  std::thread first(run, 0), second(run, 1);
+  first.join();
+  second.join();
+  for (int me = 0; me < 2; ++me) {
+    std::vector<Span*> taken;  // in the order the thread took them
+    for (void* b : blocks[me]) {
+      Span* span = g_page_map.lookup(b);
+      if (taken.empty() || taken.back() != span) taken.push_back(span);
+    }
+    ASSERT_GE(taken.size(), 20u) << "each thread took a span per turn";
+    int jumps = 0;
+    for (std::size_t i = 1; i < taken.size(); ++i)
+      if (taken[i]->first_page != taken[i - 1]->first_page + taken[i - 1]->page_count) ++jumps;
+    // A jump where a runway ends (8 spans of 4 pages each) and around the
+    // spans of the young phase; without runways nearly every span is one
+    // (22-27 of 25-29).
+    EXPECT_LE(jumps, static_cast<int>(taken.size() / 3)) << "thread " << me << ": " << taken.size() << " spans";
+    for (void* b : blocks[me]) strata_free(b);
+  }
+}
