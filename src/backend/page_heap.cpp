@@ -256,8 +256,7 @@ void PageHeap::insert_free_locked(Span* span, std::uint64_t free_since) noexcept
     if (after->free_since > span->free_since) span->free_since = after->free_since;
     delete_span(after);
   }
-  g_page_map.set(span->first_page, span);
-  g_page_map.set(span->first_page + span->page_count - 1, span);
+  map_ends_locked(span);
   file_free_locked(span);
 }
 
@@ -293,6 +292,11 @@ Span* PageHeap::split_front_locked(Span* span, std::size_t pages) noexcept {
   rest->free_since = span->free_since;
   span->page_count = pages;
   return rest;
+}
+
+void PageHeap::map_ends_locked(Span* span) noexcept {
+  g_page_map.set(span->first_page, span);
+  g_page_map.set(span->first_page + span->page_count - 1, span);
 }
 
 void PageHeap::map_whole_locked(Span* span) noexcept {
@@ -375,6 +379,10 @@ Span* PageHeap::allocate_locked(std::size_t pages, std::size_t align_pages, Span
   Span* span = find_free_locked(search);
   if (span == nullptr) span = grow_locked(search);
   if (span == nullptr) return nullptr;
+  return take_free_locked(span, pages, align_pages, state);
+}
+
+Span* PageHeap::take_free_locked(Span* span, std::size_t pages, std::size_t align_pages, SpanState state) noexcept {
   unfile_free_locked(span);
   // Cut off a misaligned front, then the unused tail; both go back free.
   if (std::size_t misalign = span->first_page & (align_pages - 1); misalign != 0) {
@@ -388,8 +396,7 @@ Span* PageHeap::allocate_locked(std::size_t pages, std::size_t align_pages, Span
     span = rest;
   }
   if (Span* rest = split_front_locked(span, pages)) {
-    g_page_map.set(rest->first_page, rest);
-    g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+    map_ends_locked(rest);
     file_free_locked(rest);
   }
   return hand_out_locked(span, state);
@@ -417,7 +424,7 @@ Span* PageHeap::allocate_small(std::size_t pages, Span*& runway) noexcept {
   // runway holds: the thread's next spans follow each other there, where
   // threads carving a free run by turns would interleave theirs.
   Span* fit = find_free_locked(pages);
-  if (fit != nullptr && !fit->pages_zero) return allocate_locked(pages, 1, SpanState::kSmall);
+  if (fit != nullptr && !fit->pages_zero) return take_free_locked(fit, pages, 1, SpanState::kSmall);
   if (runway == nullptr || runway->page_count < pages) {
     if (runway != nullptr) release_runway_locked(runway);  // may merge with fit
     runway = take_runway_locked(pages);
@@ -430,8 +437,7 @@ Span* PageHeap::allocate_small(std::size_t pages, Span*& runway) noexcept {
     Span* rest = split_front_locked(span, pages);
     if (rest == nullptr) return allocate_locked(pages, 1, SpanState::kSmall);  // no Span object for the rest
     rest->state = SpanState::kDetached;
-    g_page_map.set(rest->first_page, rest);  // its ends, as a free span's: neighbours freed
-    g_page_map.set(rest->first_page + rest->page_count - 1, rest);  // beside it see it is no free span
+    map_ends_locked(rest);  // as a free span's: neighbours freed beside it see it is no free span
     runway = rest;
   }
   count_runway_locked(span, -1);
@@ -450,13 +456,11 @@ Span* PageHeap::take_runway_locked(std::size_t pages) noexcept {
   unfile_free_locked(span);  // kDetached: spans freed beside it do not merge with it
   if (span->page_count > wanted) {
     if (Span* rest = split_front_locked(span, wanted)) {
-      g_page_map.set(rest->first_page, rest);
-      g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+      map_ends_locked(rest);
       file_free_locked(rest);
     }
   }
-  g_page_map.set(span->first_page, span);
-  g_page_map.set(span->first_page + span->page_count - 1, span);
+  map_ends_locked(span);
   count_runway_locked(span, +1);
   return span;
 }
@@ -542,8 +546,7 @@ bool PageHeap::try_grow(Span* span, std::size_t pages) noexcept {
     return false;
   }
   if (rest != nullptr) {
-    g_page_map.set(rest->first_page, rest);
-    g_page_map.set(rest->first_page + rest->page_count - 1, rest);
+    map_ends_locked(rest);
     file_free_locked(rest);
   }
   g_page_map.set_range(after->first_page, after->page_count, span);

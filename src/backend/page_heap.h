@@ -117,6 +117,9 @@ class PageHeap {
 
  private:
   Span* allocate_locked(std::size_t pages, std::size_t align_pages, SpanState state) noexcept;
+  // A filed free span of at least pages + align_pages - 1 pages: unfiled, cut
+  // (the unused front and tail filed free again) and handed out.
+  Span* take_free_locked(Span* span, std::size_t pages, std::size_t align_pages, SpanState state) noexcept;
   Span* hand_out_locked(Span* span, SpanState state) noexcept;  // cut to size, detached: in use now
   Span* take_runway_locked(std::size_t pages) noexcept;
   void release_runway_locked(Span*& runway) noexcept;
@@ -129,6 +132,7 @@ class PageHeap {
   void file_free_locked(Span* span) noexcept;     // files without coalescing
   void unfile_free_locked(Span* span) noexcept;
   Span* split_front_locked(Span* span, std::size_t pages) noexcept;  // returns the rest
+  void map_ends_locked(Span* span) noexcept;   // its first and last page map to it (a free span's rule)
   void map_whole_locked(Span* span) noexcept;
   void decay_push_locked(Span* span) noexcept;
   void decay_remove_locked(Span* span) noexcept;
