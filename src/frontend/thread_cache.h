@@ -94,6 +94,10 @@ struct ThreadCacheStats {
 class alignas(4096) ThreadCache {
  public:
   // --- page 1: hot ---------------------------------------------------------
+  // Puts every allocation word's fast-path fields at 8-31 mod 32 of a page
+  // (kWordsOffset): never where a block whose size is a multiple of 32
+  // starts.
+  std::uint64_t word_pad = 0;
   AllocWord words[kNumClasses];
   Outbox outbox;
   Parcel* spare_parcels = nullptr;  // drained parcels kept for our own next batches
@@ -172,12 +176,23 @@ void free_to_recent_list(void* block, PageMap::EntryRef entry, ThreadCache* cach
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept;
 
 // Byte offset of class `cls`'s allocation word inside a ThreadCache, and back.
-inline constexpr std::uintptr_t kWordsOffset = 0;
+// 8, not 0, because of 4K aliasing: a load whose address bits 0-11 match a
+// store still in flight waits for that store, as if it read its data. The
+// cache is page-aligned and so are spans; at offset 0 the 1 KiB class's word
+// sat at 1,024, where every fourth 1 KiB block starts, and a program that
+// writes a block's first word and then mallocs again stalled on one malloc in
+// four (longest when that store misses the cache: bursts of 1,600-6,400 such
+// blocks ran 0.81-0.91x the time once it moved; docs/design.md, *2026-12-07
+// (session 22)*). At 8 mod 32, no block whose size is a multiple of 32 starts
+// inside the fields the fast path loads (bits, base, size); a program's
+// first write to a block is most often there.
+inline constexpr std::uintptr_t kWordsOffset = 8;
 inline constexpr std::uintptr_t word_offset(std::size_t cls) noexcept {
   return kWordsOffset + cls * sizeof(AllocWord);
 }
+static_assert(kWordsOffset < sizeof(AllocWord), "class_of_offset rounds the offset down");
 inline constexpr std::size_t class_of_offset(std::uintptr_t offset) noexcept {
-  return (offset - kWordsOffset) / sizeof(AllocWord);  // a shift: 32-byte words
+  return offset / sizeof(AllocWord);  // a shift: 32-byte words
 }
 
 inline AllocWord& word_at(ThreadCache* cache, std::uintptr_t offset) noexcept {

@@ -90,6 +90,29 @@ TEST(SizeClasses, FastPathOffsetTableAgreesWithTheClassTable) {
   }
 }
 
+// 4K aliasing (frontend/thread_cache.h, kWordsOffset): the fields malloc's
+// fast path loads from a class's word (bits, base, size: 24 bytes of the
+// 4096-aligned cache) never share address bits 0-11 with the first 8 bytes
+// of a block of any class whose size is a multiple of 32, in short or long
+// page-aligned spans. At offset 0 the 1 KiB class's word sat where every
+// fourth 1 KiB block starts.
+TEST(SizeClasses, AllocationWordsNeverShareLowAddressBitsWithBlockStarts) {
+  constexpr std::size_t kAliasing = 4096;  // loads and stores compare bits 0-11 first
+  for (std::size_t fast = 1; fast < kNumClasses && class_size(fast) <= 1024; ++fast) {
+    const std::size_t word = word_offset(fast) % kAliasing;
+    for (std::size_t cls = 1; cls < kNumClasses; ++cls) {
+      const std::size_t size = class_size(cls);
+      if (size % 32 != 0) continue;
+      for (std::uint32_t objects : {class_info(cls).span_objects, class_info(cls).long_objects})
+        for (std::size_t i = 0; i < objects; ++i) {
+          const std::size_t start = i * size % kAliasing;
+          ASSERT_FALSE(start < word + 24 && word < start + 8)
+              << "class " << fast << "'s word and block " << i << " of class " << cls << " (" << size << " B)";
+        }
+    }
+  }
+}
+
 TEST(SizeClasses, AlignedClassesHoldTheirAlignment) {
   for (std::size_t alignment = 32; alignment <= kPageSize; alignment *= 2)
     for (std::size_t size = 1; size <= 20000; size += 97) {
