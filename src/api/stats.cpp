@@ -49,7 +49,8 @@ void add_span(const Span* span, void* context) {
   if (cls == 0 || cls >= kNumClasses) return;
   const std::uint32_t capacity = peek(span->capacity);
   std::uint32_t countdown = peek(span->countdown);
-  std::uint32_t out = peek(span->sleeping) ? capacity - (size_class_build::wake_frees_for(capacity) - countdown) : countdown;
+  std::uint32_t out =
+      peek(span->sleeping) == kAsleep ? capacity - (size_class_build::wake_frees_for(capacity) - countdown) : countdown;
   if (out > capacity) out = capacity;
   totals->out[cls] += out;
   totals->free[cls] += capacity - out;

@@ -26,8 +26,9 @@
 // Counting invariant (the one the tests check), for an awake span:
 //   countdown (blocks out) + popcount(free_bits) == capacity
 // where "out" means in use by the program, on the owner's allocation word
-// or recent list, or travelling back to the owner. A sleeping span counts frees until it
-// wakes instead (below).
+// or recent list, or travelling back to the owner. A span asleep with free
+// blocks counts frees until it wakes instead (below); one asleep drained
+// counts blocks out, as an awake one does.
 #pragma once
 
 #include <atomic>
@@ -37,6 +38,17 @@
 #include "core/constants.h"
 
 namespace strata::detail {
+
+// Why an owned span is off its owner's lists of spans to allocate from
+// (Span::sleeping, core/span_blocks.h): it had too few free blocks to be
+// worth a word when its owner last looked. Asleep with some free blocks, it
+// wakes onto the owner's list once wake_frees more come back (a live set
+// replaced at random: the blocks freed are the warm ones). Asleep drained
+// (no free block: a burst used it up), it wakes only when every block is
+// back, or when its owner looks for a span and finds its blocks (the
+// oldest sleepers, frontend/thread_cache.cpp): a burst freed in order then
+// costs one event per span, not a wake and an empty.
+enum SleepState : std::uint8_t { kAwake = 0, kAsleep = 1, kAsleepDrained = 2 };
 
 class ThreadCache;
 struct Sample;
@@ -76,13 +88,13 @@ struct Span {
   // write only this line too (the span's other lines are touched when it
   // changes lists), so a slow path costs one miss per span, not three ----
   // Frees until the owner must look at the span again (the fast path's
-  // `--countdown == 0` test). Awake span: the number of blocks out
-  // (`allocated`), so 0 means every block came back. Sleeping span (too few
-  // free blocks when its owner last looked): frees still to come before it
-  // is worth waking (SizeClassInfo::wake_frees). One counter serves both
-  // events, as snmalloc's "needed" count does.
+  // `--countdown == 0` test). Awake or asleep drained: the number of blocks
+  // out (`allocated`), so 0 means every block came back. Asleep with free
+  // blocks: frees still to come before it is worth waking
+  // (SizeClassInfo::wake_frees). One counter serves both events, as
+  // snmalloc's "needed" count does.
   alignas(64) std::uint32_t countdown = 0;
-  bool sleeping = false;           // nearly full and unlisted until countdown reaches 0
+  SleepState sleeping = kAwake;    // unlisted until countdown reaches 0 (or the owner looks)
   bool kept_empty = false;         // empty, kept by its owner for reuse (bounded)
   bool any_parked = false;         // parked_units != 0 (read without touching line 3)
   std::uint8_t owner_class = 0;    // == size_class, for the owner's paths (line 1 is other threads')

@@ -37,7 +37,7 @@ void format_small_span(Span* span, std::size_t cls) noexcept {
   const std::uint32_t blocks = blocks_in_span(cls, span->page_count);
   span->capacity = static_cast<std::uint16_t>(blocks);
   span->countdown = 0;
-  span->sleeping = false;
+  span->sleeping = kAwake;
   span->kept_empty = false;
   span->parked_units = 0;
   span->any_parked = false;

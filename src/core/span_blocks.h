@@ -52,8 +52,9 @@ inline std::uint32_t span_wake_frees(const Span* span) noexcept {
 
 // Blocks out of the span (see core/span.h), awake or sleeping.
 inline std::uint32_t span_allocated(const Span* span) noexcept {
-  if (!span->sleeping) return span->countdown;
-  // Asleep: every block is out but the `wake_frees - countdown` freed since.
+  if (span->sleeping != kAsleep) return span->countdown;
+  // Asleep with free blocks: every block is out but the `wake_frees -
+  // countdown` free.
   return span->capacity - (span_wake_frees(span) - span->countdown);
 }
 
@@ -352,14 +353,19 @@ inline bool free_block(Span* span, void* block) noexcept {
 // Puts a sleeping span back to work: its countdown counts blocks out again.
 inline void wake_span(Span* span) noexcept {
   span->countdown = span_allocated(span);
-  span->sleeping = false;
+  span->sleeping = kAwake;
 }
 
-// Sends an awake span with fewer than wake_frees free blocks to sleep:
-// frees only count until it is worth waking.
+// Sends an awake span with fewer than wake_frees free blocks to sleep
+// (core/span.h, SleepState): with some, frees only count until it is worth
+// waking; with none, its countdown goes on counting blocks out.
 inline void sleep_span(Span* span) noexcept {
   std::uint32_t free = span->capacity - span->countdown;
-  span->sleeping = true;
+  if (free == 0) {
+    span->sleeping = kAsleepDrained;
+    return;
+  }
+  span->sleeping = kAsleep;
   span->countdown = span_wake_frees(span) - free;
 }
 

@@ -211,21 +211,38 @@ Span* take_listed_span(ThreadCache* cache, SpanList& partial, Span* span) noexce
   return span;
 }
 
-// Before the thread takes memory it does not hold for `cls`, the class's
-// oldest sleeping span serves if any of its blocks came back since it fell
-// asleep. A sleeper holds up to a quarter of its blocks free (fewer than
-// wake_frees when it slept, fewer than wake_frees frees since), so a
-// program whose live set shrinks and grows by turns (a server) would
-// otherwise take new pages beside them. The oldest has had the longest time
-// to get blocks back; one look, so a burst that fills span after span (no
-// frees) pays one line per new span.
-Span* wake_oldest_sleeper(ThreadCache* cache, std::size_t cls) noexcept {
+// Sleepers wake_sleeper looks at, from the oldest: a span each.
+constexpr std::uint32_t kSleeperLooks = 8;
+
+// Before the thread takes memory it does not hold for `cls`, a sleeping span
+// of the class serves if blocks came back to it: among the oldest
+// kSleeperLooks, the first with wake_frees free blocks, else the one with
+// the most. A sleeper asleep with free blocks holds up to a quarter of them
+// free (fewer than wake_frees when it slept, fewer than wake_frees frees
+// since), and one asleep drained wakes by itself only when it empties
+// (core/span.h, SleepState), so a program whose live set shrinks and grows by
+// turns (a server) would otherwise take new pages beside them. The oldest
+// have had the longest time to get blocks back. One look when the oldest
+// has wake_frees free (one line), at most kSleeperLooks when none has: a
+// burst that fills span after span (no frees) pays that per new span (one
+// look only, with drained sleepers waking only so, the 2-thread server's
+// peak RSS was 1.03x; docs/design.md, *2026-12-07 (session 22)*).
+Span* wake_sleeper(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& asleep = cache->sleeping[cls];
-  Span* span = asleep.tail;
-  if (span == nullptr || span->countdown >= span_wake_frees(span)) return nullptr;  // none came back
-  asleep.remove(span);
-  wake_span(span);
-  return span;
+  Span* best = nullptr;
+  std::uint32_t best_free = 0, looks = 0;
+  for (Span* span = asleep.tail; span != nullptr && looks < kSleeperLooks; span = span->prev, ++looks) {
+    const std::uint32_t free = span_free_count(span);
+    if (free > best_free) {
+      best = span;
+      best_free = free;
+    }
+    if (free >= span_wake_frees(span)) break;
+  }
+  if (best == nullptr) return nullptr;  // none came back
+  asleep.remove(best);
+  wake_span(best);
+  return best;
 }
 
 // The next span to allocate class `cls` from: an owned one with free blocks
@@ -234,7 +251,7 @@ Span* wake_oldest_sleeper(ThreadCache* cache, std::size_t cls) noexcept {
 Span* next_span(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& partial = cache->partial[cls];
   if (!partial.empty()) return take_listed_span(cache, partial, first_listed_span(partial));
-  if (Span* span = wake_oldest_sleeper(cache, cls)) return span;
+  if (Span* span = wake_sleeper(cache, cls)) return span;
   const std::uint32_t pages = pages_wanted(cache, cls);
   if (Span* span = reuse_kept_span_of_another_class(cache, cls, pages)) return fetched(cache, cls, span);
   if (Span* span = g_central[cls].adopt(cache)) {
@@ -380,17 +397,19 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
   std::size_t cls = span->owner_class;
   if (span->sleeping) {
-    // Enough of a full span's blocks came back: it serves allocations again.
+    // Enough of a full span's blocks came back (asleep with free blocks),
+    // or all of them (asleep drained): it serves allocations again, or
+    // empties below.
+    const bool emptied = span->sleeping == kAsleepDrained;
     wake_span(span);
     cache->sleeping[cls].remove(span);
     cache->partial[cls].push(span);
-    return;
-  }
-  // Every block came back. The current span stays current (its bits feed
-  // the next allocation word); any other goes. Blocks still on the word
-  // count as out: a current span cannot empty while its word holds any,
-  // unless one of them was freed (a double free the bit could not see).
-  if (span == cache->current[cls]) {
+    if (!emptied) return;
+  } else if (span == cache->current[cls]) {
+    // Every block came back. The current span stays current (its bits feed
+    // the next allocation word); any other goes. Blocks still on the word
+    // count as out: a current span cannot empty while its word holds any,
+    // unless one of them was freed (a double free the bit could not see).
     const AllocWord& word = cache->words[cls];
     if (word.bits != 0) {
       std::uint64_t both = word.bits & span->free_bits[cache->words[cls].span_word];

@@ -159,28 +159,82 @@ TEST(ThreadCache, KeptEmptySpansStayUnderTheBound) {
   }).join();
 }
 
-TEST(ThreadCache, FullSpansSleepUntilEnoughBlocksComeBack) {
+// A span a burst used up sleeps drained (core/span.h, SleepState): frees
+// count its blocks out, and only the last one back wakes it, empty, in one
+// event (a burst freed in order: one slow path per span, not a wake at an
+// eighth and an empty at the end).
+TEST(ThreadCache, AUsedUpSpanSleepsDrainedUntilEveryBlockIsBack) {
   const std::size_t size = 2000;  // larger blocks are spans of their own in a thread this new
   on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t /*cls*/, const SizeClassInfo& info) {
     std::vector<void*> blocks;
     for (std::uint32_t i = 0; i < 3 * info.span_objects; ++i) blocks.push_back(strata_malloc(size));
     Span* first = g_page_map.lookup(blocks[0]);
-    ASSERT_TRUE(first->sleeping) << "a span the thread used up sleeps";
-    const std::uint32_t wake_frees = span_wake_frees(first);
-    // Frees short of the wake count leave it asleep; the next one wakes it.
-    for (std::uint32_t i = 0; i + 1 < wake_frees; ++i) strata_free(blocks[i]);
-    EXPECT_TRUE(first->sleeping);
-    strata_free(blocks[wake_frees - 1]);
-    EXPECT_FALSE(first->sleeping);
-    EXPECT_EQ(span_allocated(first), info.span_objects - wake_frees);
+    ASSERT_EQ(first->sleeping, kAsleepDrained) << "a span the thread used up sleeps drained";
+    std::vector<void*> of_first, rest;
+    for (void* b : blocks) (g_page_map.lookup(b) == first ? of_first : rest).push_back(b);
+    ASSERT_EQ(of_first.size(), first->capacity);
+    // Every block back but one: still asleep, its countdown counting the one out.
+    for (std::size_t i = 0; i + 1 < of_first.size(); ++i) strata_free(of_first[i]);
+    EXPECT_EQ(first->sleeping, kAsleepDrained);
+    EXPECT_EQ(first->countdown, 1u);
+    EXPECT_EQ(span_allocated(first), 1u);
     expect_counts_add_up(cache);
-    for (std::size_t i = wake_frees; i < blocks.size(); ++i) strata_free(blocks[i]);
+    const std::size_t kept_before = cache->kept_empty_bytes;
+    strata_free(of_first.back());
+    // Empty now: kept for the thread's next burst (within its bound) or
+    // given back; either way no longer asleep.
+    for (const Span* s = cache->sleeping[first->owner_class].head; s != nullptr; s = s->next)
+      EXPECT_NE(s, first) << "off the sleeping list once empty";
+    EXPECT_GE(cache->kept_empty_bytes, kept_before);
+    expect_counts_add_up(cache);
+    for (void* b : rest) strata_free(b);
     expect_counts_add_up(cache);
   });
 }
 
-// A thread that needs a new span for a class first wakes its oldest
-// sleeping span of the class if any block came back to it: a live set that
+// A span that fell asleep with a few free blocks (a live set replaced at
+// random, not a burst) wakes onto its owner's list as soon as wake_frees
+// more come back.
+TEST(ThreadCache, ASpanAsleepWithFreeBlocksWakesAfterAnEighthComesBack) {
+  const std::size_t size = 64;  // spans of one length: an emptied span is kept, not outgrown
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
+    ASSERT_EQ(info.long_pages, info.span_pages);
+    const std::uint32_t capacity = info.span_objects;
+    std::vector<void*> a, b;
+    for (std::uint32_t i = 0; i < capacity; ++i) a.push_back(strata_malloc(size));
+    for (std::uint32_t i = 0; i < capacity; ++i) b.push_back(strata_malloc(size));
+    Span* span_a = g_page_map.lookup(a[0]);
+    Span* span_b = g_page_map.lookup(b[0]);
+    ASSERT_NE(span_a, span_b);
+    ASSERT_EQ(span_a->sleeping, kAsleepDrained);
+    ASSERT_EQ(cache->current[cls], span_b);
+    // A empties (kept at the back of the list); B, still current, gets one
+    // block back: too few to be worth a word, so the next malloc takes A
+    // and B sleeps with that one free block.
+    for (void* p : a) strata_free(p);
+    ASSERT_TRUE(span_a->kept_empty);
+    strata_free(b[0]);
+    void* next = strata_malloc(size);
+    EXPECT_EQ(g_page_map.lookup(next), span_a);
+    ASSERT_EQ(span_b->sleeping, kAsleep) << "asleep with a free block";
+    const std::uint32_t wake_frees = span_wake_frees(span_b);
+    ASSERT_GE(wake_frees, 2u);
+    EXPECT_EQ(span_allocated(span_b), capacity - 1);
+    // Frees short of the wake count leave it asleep; the next one wakes it.
+    for (std::uint32_t i = 1; i + 1 < wake_frees; ++i) strata_free(b[i]);
+    EXPECT_EQ(span_b->sleeping, kAsleep);
+    strata_free(b[wake_frees - 1]);
+    EXPECT_EQ(span_b->sleeping, kAwake);
+    EXPECT_EQ(span_allocated(span_b), capacity - wake_frees);
+    expect_counts_add_up(cache);
+    for (std::size_t i = wake_frees; i < b.size(); ++i) strata_free(b[i]);
+    strata_free(next);
+    expect_counts_add_up(cache);
+  });
+}
+
+// A thread that needs a new span for a class first wakes one of its oldest
+// sleeping spans of the class if blocks came back to it: a live set that
 // shrinks and grows by turns reuses those blocks instead of new pages.
 TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
   const std::size_t size = 2000;
@@ -203,6 +257,35 @@ TEST(ThreadCache, ASleepingSpanWithBlocksBackServesBeforeNewMemory) {
     void* next = strata_malloc(size);
     EXPECT_EQ(next, freed) << "the sleeping span's free block serves before a new span";
     EXPECT_FALSE(first->sleeping);
+    EXPECT_EQ(cache->owned_spans[cls], owned) << "no span taken";
+    blocks.push_back(next);
+    expect_counts_add_up(cache);
+    for (void* p : blocks) strata_free(p);
+    expect_counts_add_up(cache);
+  });
+}
+
+// The look is not at the oldest sleeper alone: a block back to a younger
+// one serves too, before new memory.
+TEST(ThreadCache, ASleeperBehindTheOldestServesBeforeNewMemory) {
+  const std::size_t size = 64;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
+    const std::uint32_t capacity = info.span_objects;
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < 3 * capacity; ++i) blocks.push_back(strata_malloc(size));
+    Span* oldest = g_page_map.lookup(blocks[0]);
+    Span* second = g_page_map.lookup(blocks[capacity]);
+    ASSERT_EQ(oldest->sleeping, kAsleepDrained);
+    ASSERT_EQ(second->sleeping, kAsleepDrained);
+    ASSERT_EQ(cache->sleeping[cls].tail, oldest) << "the oldest sleeper at the back";
+    void* freed = blocks[capacity + 5];
+    strata_free(freed);
+    blocks.erase(blocks.begin() + capacity + 5);
+    const std::uint16_t owned = cache->owned_spans[cls];
+    void* next = strata_malloc(size);  // the third span is used up: it sleeps, and a sleeper serves
+    EXPECT_EQ(next, freed) << "the second sleeper's block serves before a new span";
+    EXPECT_EQ(second->sleeping, kAwake);
+    EXPECT_EQ(oldest->sleeping, kAsleepDrained);
     EXPECT_EQ(cache->owned_spans[cls], owned) << "no span taken";
     blocks.push_back(next);
     expect_counts_add_up(cache);
