@@ -192,6 +192,35 @@ TEST(ThreadCache, AUsedUpSpanSleepsDrainedUntilEveryBlockIsBack) {
   });
 }
 
+// A span asleep drained wakes by itself only when it empties; one whose
+// blocks the program freed all but a few of still gives back its pages
+// without a live block when memory is released (and at every scavenge).
+TEST(ThreadCache, ASpanAsleepDrainedGivesBackItsFreePagesOnRelease) {
+  const std::size_t size = 64;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
+    std::vector<void*> a, b;
+    for (std::uint32_t i = 0; i < info.span_objects; ++i) a.push_back(strata_malloc(size));
+    for (std::uint32_t i = 0; i < info.span_objects; ++i) b.push_back(strata_malloc(size));
+    Span* span_a = g_page_map.lookup(a[0]);
+    ASSERT_EQ(span_a->sleeping, kAsleepDrained);
+    ASSERT_GT(span_a->bytes(), kPageSize) << "pages to give back beside the live block";
+    for (std::size_t i = 1; i < a.size(); ++i) strata_free(a[i]);  // block 0 stays
+    ASSERT_EQ(span_a->sleeping, kAsleepDrained);
+    ASSERT_FALSE(span_a->any_parked);
+    strata_release_free_memory();
+    EXPECT_EQ(span_a->sleeping, kAwake) << "woken onto the class's list";
+    EXPECT_TRUE(span_a->any_parked) << "its pages without a live block went back";
+    EXPECT_EQ(span_allocated(span_a), 1u);
+    bool listed = false;
+    for (const Span* s = cache->partial[cls].head; s != nullptr; s = s->next) listed |= s == span_a;
+    EXPECT_TRUE(listed);
+    expect_counts_add_up(cache);
+    strata_free(a[0]);
+    for (void* p : b) strata_free(p);
+    expect_counts_add_up(cache);
+  });
+}
+
 // A span that fell asleep with a few free blocks (a live set replaced at
 // random, not a burst) wakes onto its owner's list as soon as wake_frees
 // more come back.
