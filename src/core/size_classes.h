@@ -120,10 +120,13 @@ constexpr std::uint32_t long_pages_for(std::size_t size) noexcept {
   return pages * kPageSize <= kLongSpanMaxBytes ? pages : short_pages;
 }
 
-// A full span sleeps (its owner does not look at it) until this many of its
-// blocks came back: an eighth of the span, so that waking it pays for itself
-// with a list of that many blocks, and a span with a few free blocks does
-// not make every malloc and free take a slow path (docs/design.md).
+// A span too full to be worth a word sleeps (its owner does not look at it);
+// one asleep with some free blocks wakes once this many more came back: an
+// eighth of the span, so that waking it pays for itself with a word of that
+// many blocks, and a span with a few free blocks does not make every malloc
+// and free take a slow path (docs/design.md). One asleep drained (no free
+// block) counts its blocks out instead (core/span.h, SleepState); this is
+// also how many free blocks its owner's look for a span settles for.
 constexpr std::uint32_t wake_frees_for(std::uint32_t objects) noexcept {
   std::uint32_t n = objects / 8;
   return n + (n == 0);  // at least 1; no branch (the allocation slow path asks it of every span)
