@@ -245,6 +245,14 @@ Span* wake_sleeper(ThreadCache* cache, std::size_t cls) noexcept {
   return best;
 }
 
+// Takes a sleeping span of class `cls` off its sleeping list and puts it,
+// awake, at the front of the class's list of spans to allocate from.
+void wake_onto_list(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
+  cache->sleeping[cls].remove(span);
+  wake_span(span);
+  cache->partial[cls].push(span);
+}
+
 // Wakes the class's spans asleep drained that have wake_frees free blocks
 // (onto its list, where scavenge and flushes give back their pages without
 // a live block): frees alone never wake them before they empty, so a burst
@@ -257,11 +265,8 @@ void wake_drained_sleepers(ThreadCache* cache, std::size_t cls) noexcept {
   SpanList& asleep = cache->sleeping[cls];
   for (Span* span = asleep.head; span != nullptr;) {
     Span* next = span->next;
-    if (span->sleeping == kAsleepDrained && span_free_count(span) >= span_wake_frees(span)) {
-      asleep.remove(span);
-      wake_span(span);
-      cache->partial[cls].push(span);
-    }
+    if (span->sleeping == kAsleepDrained && span_free_count(span) >= span_wake_frees(span))
+      wake_onto_list(cache, cls, span);
     span = next;
   }
 }
@@ -422,9 +427,7 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     // or all of them (asleep drained): it serves allocations again, or
     // empties below.
     const bool emptied = span->sleeping == kAsleepDrained;
-    wake_span(span);
-    cache->sleeping[cls].remove(span);
-    cache->partial[cls].push(span);
+    wake_onto_list(cache, cls, span);
     if (!emptied) return;
   } else if (span == cache->current[cls]) {
     // Every block came back. The current span stays current (its bits feed
