@@ -29,7 +29,7 @@
  *     layout must gather each allocation word from eight words of bits at
  *     its refill (handing out one word's blocks, b, b + 8, ..., brings the
  *     chain back, since the program frees in allocation order). Measured
- *     in session 23: 0.96-0.98 of strata's free's time, where the free
+ *     in session 23: 0.91-0.98 of strata's free's time, where the free
  *     without the bit takes 0.75: the bit costs its instructions far more
  *     than its chain through memory (docs/design.md, *Measurements*).
  * Prints TSC ticks per call (median over rounds; the variants interleave
