@@ -150,35 +150,32 @@ static_assert(sizeof(Span) == 256, "four cache lines");
 
 // A doubly linked intrusive list of spans (sentinel-free), with both ends
 // known: owners file spans with free blocks at the front and the empty spans
-// they keep at the back.
+// they keep at the back. Push and remove have no branch: the neighbour's link
+// or the list's end that each writes is picked with a select (cmov), since
+// whether a span has neighbours follows the program's data (a burst's spans
+// going to sleep and emptying one after the other mispredicted those tests
+// about once per span event: docs/design.md, *2026-12-07 (session 23)*).
 struct SpanList {
   Span* head = nullptr;
   Span* tail = nullptr;
   std::size_t length = 0;
 
-  void push(Span* s) noexcept {
-    s->prev = nullptr;
-    s->next = head;
-    if (head) head->prev = s; else tail = s;
-    head = s;
-    s->in_list = true;
-    ++length;
+  // `span`'s link field at `offset` (next or prev), or `end` when span is
+  // null: the address is formed from integers, not through a null pointer.
+  static Span** link_or(Span* span, std::size_t offset, Span** end) noexcept {
+    auto* link = reinterpret_cast<Span**>(reinterpret_cast<std::uintptr_t>(span) + offset);
+#if defined(__x86_64__)
+    // GCC keeps a branch for some of these selects (objdump); cmov by hand.
+    asm("testq %[span], %[span]\n\tcmovzq %[end], %[link]" : [link] "+r"(link) : [span] "r"(span), [end] "r"(end) : "cc");
+    return link;
+#else
+    return span != nullptr ? link : end;
+#endif
   }
-  void push_back(Span* s) noexcept {
-    s->next = nullptr;
-    s->prev = tail;
-    if (tail) tail->next = s; else head = s;
-    tail = s;
-    s->in_list = true;
-    ++length;
-  }
-  void remove(Span* s) noexcept {
-    if (s->prev) s->prev->next = s->next; else head = s->next;
-    if (s->next) s->next->prev = s->prev; else tail = s->prev;
-    s->next = s->prev = nullptr;
-    s->in_list = false;
-    --length;
-  }
+
+  void push(Span* s) noexcept;
+  void push_back(Span* s) noexcept;
+  void remove(Span* s) noexcept;
   Span* pop() noexcept {
     Span* s = head;
     if (s) remove(s);
@@ -186,5 +183,33 @@ struct SpanList {
   }
   bool empty() const noexcept { return head == nullptr; }
 };
+
+inline void SpanList::push(Span* s) noexcept {
+  s->prev = nullptr;
+  s->next = head;
+  *link_or(head, offsetof(Span, prev), &tail) = s;
+  head = s;
+  s->in_list = true;
+  ++length;
+}
+
+inline void SpanList::push_back(Span* s) noexcept {
+  s->next = nullptr;
+  s->prev = tail;
+  *link_or(tail, offsetof(Span, next), &head) = s;
+  tail = s;
+  s->in_list = true;
+  ++length;
+}
+
+inline void SpanList::remove(Span* s) noexcept {
+  Span* before = s->prev;
+  Span* after = s->next;
+  *link_or(before, offsetof(Span, next), &head) = after;
+  *link_or(after, offsetof(Span, prev), &tail) = before;
+  s->next = s->prev = nullptr;
+  s->in_list = false;
+  --length;
+}
 
 }  // namespace strata::detail

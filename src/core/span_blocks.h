@@ -238,7 +238,10 @@ inline bool choose_free_word(const Span* span, bool one_page, TakenWord& taken,
   const std::uint64_t first = std::uint64_t{w} * 64;
   const bool large = size >= kReuseFirstSize;
   taken.paged_fresh = false;
-  if ((one_page || large) && size > 64 && span->fresh_from < first + 64) {
+  // Never-used blocks in this word at all first: once a span's blocks
+  // have all been handed out, the test is false for good (predictable),
+  // where the class's size alternates between calls.
+  if (span->fresh_from < span->capacity && span->fresh_from < first + 64 && size > 64 && (one_page || large)) {
     std::uint64_t used = span->fresh_from > first ? (std::uint64_t{1} << (span->fresh_from - first)) - 1 : 0;
     std::uint64_t fresh = bits & ~used;
     if (large && (bits & used) != 0) {

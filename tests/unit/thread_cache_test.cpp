@@ -163,6 +163,99 @@ TEST(ThreadCache, KeptEmptySpansStayUnderTheBound) {
 // count its blocks out, and only the last one back wakes it, empty, in one
 // event (a burst freed in order: one slow path per span, not a wake at an
 // eighth and an empty at the end).
+// The current span empties (every block back) while the class's word is
+// dry: the word is taken from it there and then, so the next malloc of the
+// class takes the fast path (one slow event per round of a burst, not two).
+TEST(ThreadCache, ACurrentSpanThatEmptiesWithItsWordDryRefillsTheWordAtOnce) {
+  const std::size_t size = 64;  // a span of 512 blocks, words never cut to a page
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* span = g_page_map.lookup(blocks[0]);
+    for (void* b : blocks) ASSERT_EQ(g_page_map.lookup(b), span) << "one span's blocks, all of them";
+    ASSERT_EQ(cache->current[cls], span);
+    ASSERT_EQ(cache->words[cls].bits, 0u) << "its word ran dry with its last block";
+    for (std::size_t i = 0; i + 1 < blocks.size(); ++i) strata_free(blocks[i]);
+    EXPECT_EQ(cache->words[cls].bits, 0u) << "not before the span is empty";
+    const std::uint64_t words_before = cache->stats.words_taken;
+    strata_free(blocks.back());
+    EXPECT_EQ(cache->stats.words_taken, words_before + 1);
+    ASSERT_EQ(cache->current[cls], span) << "the emptied span stays current";
+    const std::uint32_t on_word = static_cast<std::uint32_t>(__builtin_popcountll(cache->words[cls].bits));
+    EXPECT_EQ(on_word, 64u) << "a whole word of the span";
+    EXPECT_EQ(span->countdown, on_word) << "the word's blocks count as out";
+    expect_counts_add_up(cache);
+    void* again = strata_malloc(size);
+    EXPECT_EQ(g_page_map.lookup(again), span);
+    EXPECT_EQ(cache->stats.words_taken, words_before + 1) << "served from the word taken at the free";
+    strata_free(again);
+    expect_counts_add_up(cache);
+  });
+}
+
+// The same when the blocks come back from another thread: the malloc whose
+// slow path drains them finds the word taken during the drain and hands out
+// its block, rather than taking a second word over it (whose blocks would
+// then count as out for good).
+TEST(ThreadCache, AWordTakenWhileTheSlowPathDrainsIsTheOneHandedOut) {
+  const std::size_t size = 64;
+  on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t cls, const SizeClassInfo& info) {
+    std::vector<void*> blocks;
+    for (std::uint32_t i = 0; i < info.span_objects; ++i) blocks.push_back(strata_malloc(size));
+    Span* span = g_page_map.lookup(blocks[0]);
+    ASSERT_EQ(cache->current[cls], span);
+    ASSERT_EQ(cache->words[cls].bits, 0u);
+    std::thread([&] {
+      for (void* b : blocks) strata_free(b);
+    }).join();  // its exit sends what it has not sent yet
+    ASSERT_FALSE(cache->inbox.empty()) << "the blocks wait in this thread's inbox";
+    void* block = strata_malloc(size);  // drains: the span empties, its word is taken there
+    EXPECT_EQ(g_page_map.lookup(block), span);
+    strata_free(block);
+    EXPECT_EQ(span->countdown, static_cast<std::uint32_t>(__builtin_popcountll(cache->words[cls].bits)))
+        << "only the word's blocks are out";
+    expect_counts_add_up(cache);
+  });
+}
+
+// Push, push_back and remove keep both ends, the links and the length
+// right wherever the span sits (they select links without branches).
+TEST(SpanList, PushPushBackAndRemoveKeepEndsLinksAndLength) {
+  Span spans[4];
+  SpanList list;
+  auto order = [&list] {
+    std::vector<Span*> forward, backward;
+    for (Span* s = list.head; s != nullptr; s = s->next) forward.push_back(s);
+    for (Span* s = list.tail; s != nullptr; s = s->prev) backward.push_back(s);
+    std::reverse(backward.begin(), backward.end());
+    EXPECT_EQ(forward, backward) << "next and prev agree";
+    EXPECT_EQ(forward.size(), list.length);
+    return forward;
+  };
+  list.push(&spans[1]);
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[1]}));
+  list.push(&spans[0]);
+  list.push_back(&spans[2]);
+  list.push_back(&spans[3]);
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[0], &spans[1], &spans[2], &spans[3]}));
+  list.remove(&spans[1]);  // middle
+  EXPECT_FALSE(spans[1].in_list);
+  EXPECT_EQ(spans[1].next, nullptr);
+  EXPECT_EQ(spans[1].prev, nullptr);
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[0], &spans[2], &spans[3]}));
+  list.remove(&spans[0]);  // head
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[2], &spans[3]}));
+  list.remove(&spans[3]);  // tail
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[2]}));
+  EXPECT_EQ(list.pop(), &spans[2]);  // the only one
+  EXPECT_TRUE(list.empty());
+  EXPECT_EQ(list.tail, nullptr);
+  EXPECT_EQ(list.length, 0u);
+  list.push_back(&spans[3]);  // onto an empty list from the back
+  EXPECT_EQ(order(), (std::vector<Span*>{&spans[3]}));
+  EXPECT_TRUE(spans[3].in_list);
+}
+
 TEST(ThreadCache, AUsedUpSpanSleepsDrainedUntilEveryBlockIsBack) {
   const std::size_t size = 2000;  // larger blocks are spans of their own in a thread this new
   on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t /*cls*/, const SizeClassInfo& info) {
