@@ -105,13 +105,18 @@ __attribute__((noinline)) static void* bits_malloc(void) {
   return (void*)(word->base + index * word->size);
 }
 
-/* The span and the block's place in it, as strata's free finds them. */
-#define FIND_PLACE(block)                                                            \
+/* The block's span, as strata's free finds it, and the product that gives
+ * its place in the span's bits. */
+#define FIND_PRODUCT(block, multiplier_field)                                        \
   uintptr_t address = (uintptr_t)(block);                                           \
   const struct Entry* entry = &g_entries[address >> kPageShift];                    \
   if (__builtin_expect(entry->tag != g_tag, 0)) abort();                            \
   struct Span* span = entry->span;                                                  \
-  unsigned __int128 product = (unsigned __int128)(address - span->block_base) * span->multiplier; \
+  unsigned __int128 product = (unsigned __int128)(address - span->block_base) * span->multiplier_field
+
+/* The span and the block's place in it, as strata's free finds them. */
+#define FIND_PLACE(block)                                                            \
+  FIND_PRODUCT(block, multiplier);                                                  \
   uint64_t* slot = &span->free_bits[(uint64_t)(product >> 64)];                     \
   uint64_t bit = (uint64_t)product >> 58
 
@@ -149,11 +154,7 @@ __attribute__((noinline)) static void bits_free_read_then_or(void* block) {
 
 /* The interleaved layout (block b: word b % 8, bit b / 8). */
 __attribute__((noinline)) static void bits_free_interleaved(void* block) {
-  uintptr_t address = (uintptr_t)block;
-  const struct Entry* entry = &g_entries[address >> kPageShift];
-  if (__builtin_expect(entry->tag != g_tag, 0)) abort();
-  struct Span* span = entry->span;
-  unsigned __int128 product = (unsigned __int128)(address - span->block_base) * span->multiplier8;
+  FIND_PRODUCT(block, multiplier8);
   uint64_t* slot = &span->free_bits[(uint64_t)product >> 61];
   uint64_t bit = (uint64_t)(product >> 64);
   uint64_t old = *slot;

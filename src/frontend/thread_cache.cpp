@@ -86,9 +86,9 @@ namespace {
 
 // An awake span with no block out: kept for reuse while the thread's burst
 // bound allows (a burst of frees followed by a burst of mallocs then never
-// touches the page heap), else given back. `listed`: the span is on the
-// class's list (false: a sleeper that just woke empty, off every list).
-void span_emptied(ThreadCache* cache, Span* span, bool listed = true) noexcept {
+// touches the page heap), else given back. The span is on no list: callers
+// take it off the one it was on (or it was current, or asleep).
+void span_emptied(ThreadCache* cache, Span* span) noexcept {
   std::size_t cls = span->owner_class;
   verify_empty_span(span);
   // A short span of a class the thread holds several spans of: the class's
@@ -103,11 +103,9 @@ void span_emptied(ThreadCache* cache, Span* span, bool listed = true) noexcept {
     span->used_epoch = cache->scavenge_epoch;  // idle from now
     span->idle_since = monotonic_ns();         // for the surplus over max_kept_bytes
     cache->kept_empty_bytes += span->bytes();
-    if (listed) cache->partial[cls].remove(span);
     cache->partial[cls].push_back(span);  // spans with live blocks are used first
     return;
   }
-  if (listed) cache->partial[cls].remove(span);
   --cache->owned_spans[cls];
   g_page_heap.deallocate(span);
 }
@@ -338,6 +336,15 @@ __attribute__((always_inline)) inline bool take_counted_word(ThreadCache* cache,
   return true;
 }
 
+// Work that a malloc slow path must do before a word is taken from `span`
+// (the class's current span): housekeeping, an inbox to drain, a sample to
+// take, parked pages to count back. take_next_word and
+// refill_emptied_current leave the word to allocate_slow then.
+inline bool slow_path_work_due(const ThreadCache* cache, std::size_t cls, const Span* span) noexcept {
+  return cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
+         ((cache->sample_pending[cls >> 6] >> (cls & 63)) & 1) != 0 || span->any_parked;
+}
+
 // The current span emptied (every block came back) while the class's word
 // was empty: the next malloc of the class would take its word from this
 // span on a slow path of its own. Taken now, the burst that emptied it costs
@@ -347,9 +354,7 @@ __attribute__((always_inline)) inline bool take_counted_word(ThreadCache* cache,
 // sample, parked pages), so that those still happen as often as words are
 // taken.
 void refill_emptied_current(ThreadCache* cache, std::size_t cls, Span* span) noexcept {
-  if (cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() || span->any_parked ||
-      ((cache->sample_pending[cls >> 6] >> (cls & 63)) & 1) != 0)
-    return;
+  if (slow_path_work_due(cache, cls, span)) return;
   take_counted_word(cache, cls, span, next_word_of_current(cache, cls));
 }
 
@@ -447,8 +452,8 @@ void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
   Span* span = cache->current[cls];
   if (span == nullptr) return;
   cache->current[cls] = nullptr;
+  if (span->countdown == 0) return span_emptied(cache, span);
   cache->partial[cls].push(span);
-  if (span->countdown == 0) span_emptied(cache, span);
 }
 
 }  // namespace
@@ -456,7 +461,6 @@ void retire_current(ThreadCache* cache, std::size_t cls) noexcept {
 void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
   if (span->countdown == ~std::uint32_t{0}) countdown_wrapped(span);
   std::size_t cls = span->owner_class;
-  bool listed = true;
   if (span->sleeping == kAsleep) {
     // Enough of a full span's blocks came back: it serves allocations again.
     wake_onto_list(cache, cls, span);
@@ -467,7 +471,6 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     // again: a burst freed in order meets this once per span).
     cache->sleeping[cls].remove(span);
     wake_span(span);
-    listed = false;
   } else if (span == cache->current[cls]) {
     // Every block came back. The current span stays current (its bits feed
     // the next allocation word); any other goes. Blocks still on the word
@@ -482,8 +485,10 @@ void span_countdown_hit(ThreadCache* cache, Span* span) noexcept {
     }
     refill_emptied_current(cache, cls, span);
     return;
+  } else {
+    cache->partial[cls].remove(span);  // an awake span other than the current one is listed
   }
-  span_emptied(cache, span, listed);
+  span_emptied(cache, span);
   // A program that only frees still gives memory back on time.
   if (--cache->slow_until_housekeeping < 0) {
     cache->slow_until_housekeeping = kSlowPathsPerHousekeeping;
@@ -828,9 +833,7 @@ __attribute__((noinline)) void* switch_span_and_take_word(ThreadCache* cache, st
 __attribute__((noinline)) void* take_next_word(std::size_t cls) noexcept {
   ThreadCache* cache = t_cache;  // the static caches own no span: current is null
   Span* span = cache->current[cls];
-  if (span == nullptr || cache->slow_until_housekeeping <= 0 || !cache->inbox.empty() ||
-      (cache->sample_pending[cls >> 6] >> (cls & 63)) & 1 || span->any_parked)
-    return nullptr;
+  if (span == nullptr || slow_path_work_due(cache, cls, span)) return nullptr;
   if (span->capacity - span->countdown < span_wake_frees(span)) return switch_span_and_take_word(cache, cls, span);
   return take_word_of(cache, cls, span, next_word_of_current(cache, cls));
 }
