@@ -80,21 +80,6 @@ void countdown_wrapped(const Span* span) noexcept {
 
 void block_freed_twice(const void* block) noexcept { report_misuse(block, "double free"); }
 
-void undo_second_bit_add(Span* span, const void* block) noexcept {
-#if defined(__x86_64__) && STRATA_CHECK_DOUBLE_FREE
-  const BlockPlace place = place_of(span, block);
-  span->free_bits[place.word] -= std::uint64_t{1} << place.bit;  // modulo 2^64: a carry out of bit 63 too
-#else
-  (void)span;
-  (void)block;
-#endif
-}
-
-void block_freed_twice_in(const void* block, Span* span) noexcept {
-  undo_second_bit_add(span, block);
-  block_freed_twice(block);
-}
-
 void verify_empty_span(const Span* span) noexcept {
   const std::uint32_t words = span_words(span);
   std::uint32_t free = 0;

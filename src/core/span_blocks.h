@@ -312,21 +312,10 @@ event:
 // frame there).
 void block_freed_twice(const void* block) noexcept;
 
-// The same for a bit that the free fast path's add found set
-// (set_owned_free_bit): first takes back what the add carried into the bits
-// above (undo_second_bit_add), so that the word is as it was, then reports.
-void block_freed_twice_in(const void* block, Span* span) noexcept;
-
-// Takes back the fast path's add of `block`'s bit to a word in which the bit
-// was set already (on x86-64 with the double-free check; nothing otherwise).
-void undo_second_bit_add(Span* span, const void* block) noexcept;
-
 // Sets the bit of `block` (a block start of the span) and tells whether it
 // was set already: one multiply gives word and bit (kIndexShift), and on
 // x86-64 `bts` leaves the old bit in the carry, so the double-free test is
-// one `jc`. The slow paths' (free_block); the free fast path changes the
-// word in one instruction instead (set_owned_free_bit,
-// frontend/thread_cache.h). Neither reads or writes the block itself.
+// one `jc`. The free fast path: no read or write of the block itself.
 inline bool set_free_bit(Span* span, const void* block) noexcept {
   std::uint64_t offset = reinterpret_cast<std::uintptr_t>(block) - span->block_base;
   bool was_set;

@@ -1022,7 +1022,6 @@ ThreadCache* create_cache() noexcept {
     cache->words[cls].size = class_size(cls);
     cache->recent[cls].multiple_test = class_info(cls).multiple_test;
   }
-  for (std::size_t bit = 0; bit < 64; ++bit) cache->bit_masks[bit] = std::uint64_t{1} << bit;
   cache->spans_taken = 0;  // a reused cache: this thread has taken none yet
   cache->max_kept_bytes = g_options.thread_cache_bytes;
   cache->kept_empty_bytes = 0;

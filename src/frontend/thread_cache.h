@@ -22,7 +22,7 @@
 //              -> deallocate_slow    (not ours: remote, large, invalid)
 //              -> span_countdown_hit (the span became empty, or a sleeping
 //                                     span collected enough frees to wake)
-//              -> block_freed_twice_in (its bit was set already)
+//              -> block_freed_twice  (its bit was set already)
 //
 // "Not initialised yet" looks like "allocation word empty": a new thread's
 // pointer starts at an empty static cache whose words are empty and which
@@ -136,11 +136,6 @@ class alignas(4096) ThreadCache {
   std::uint64_t tagged = 0;
   std::uint64_t listing = 0;
   RecentList recent[kNumClasses];
-  // bit_masks[b] == 1 << b, for the free fast path (set_owned_free_bit): a
-  // load from the cache it holds in a register anyway is one instruction,
-  // where making the mask takes two. Filled when the cache is made; the
-  // static caches own no span, so their frees never get there.
-  std::uint64_t bit_masks[64] = {};
   bool lists = false;
   std::uint32_t window = 0;  // words taken in the window << 16 | their blocks
   ThreadCache* registry_next = nullptr;  // every cache ever made
@@ -267,55 +262,10 @@ inline void* allocate_at(std::size_t size, std::uintptr_t offset, CallSite site,
   return block;
 }
 
-// Sets the bit of `block` in its span (which `cache` owns) and tells whether
-// it was set already: set_free_bit's multiply, then the word changes in one
-// read-modify-write instruction, never a load, a `bts` and a store.
-// Consecutive frees in address order set bits of one word, and a plain load
-// of the word the free before stored waits for that store's data (the
-// address comes from a multiply, so the CPU cannot forward it early), where
-// a read-modify-write instruction's does not: on AMD family 26 a free in a
-// burst freed in order takes 0.85-0.91x the time (docs/design.md,
-// *2026-12-07 (session 24)*). With the double-free check the instruction is
-// `xadd` of the bit's mask, which hands back the old word, whose bit is the
-// test; a bit set already makes the add carry into the bits above, which
-// block_freed_twice_in takes back before it reports. Without the check, `or`.
-inline bool set_owned_free_bit(ThreadCache* cache, Span* span, const void* block) noexcept {
-#if defined(__x86_64__)
-  std::uint64_t offset = reinterpret_cast<std::uintptr_t>(block) - span->block_base;
-  std::uint64_t high, mask;
-  bool was_set = false;
-#if STRATA_CHECK_DOUBLE_FREE
-  asm volatile("mulq %[multiplier]\n\t"
-      "shrq $58, %%rax\n\t"
-      "movq %c[masks](%[cache],%%rax,8), %[mask]\n\t"
-      "xaddq %[mask], %c[bits](%[span],%%rdx,8)\n\t"
-      "btq %%rax, %[mask]"
-      : "+a"(offset), "=&d"(high), [mask] "=&r"(mask), "=@ccc"(was_set)
-      : [multiplier] "m"(span->index_multiplier), [span] "r"(span), [bits] "i"(offsetof(Span, free_bits)),
-        [cache] "c"(cache), [masks] "i"(offsetof(ThreadCache, bit_masks))
-      : "memory");
-#else
-  asm volatile("mulq %[multiplier]\n\t"
-      "shrq $58, %%rax\n\t"
-      "movq %c[masks](%[cache],%%rax,8), %[mask]\n\t"
-      "orq %[mask], %c[bits](%[span],%%rdx,8)"
-      : "+a"(offset), "=&d"(high), [mask] "=&r"(mask)
-      : [multiplier] "m"(span->index_multiplier), [span] "r"(span), [bits] "i"(offsetof(Span, free_bits)),
-        [cache] "c"(cache), [masks] "i"(offsetof(ThreadCache, bit_masks))
-      : "cc", "memory");
-#endif
-  return was_set;
-#else
-  (void)cache;
-  return set_free_bit(span, block);
-#endif
-}
-
 // Gives a block of a span `cache` owns back to the span (its bit). The
 // slow paths leave by jumps: no stack frame on the fast path.
 inline void free_owned(ThreadCache* cache, Span* span, void* block) noexcept {
-  if (__builtin_expect(set_owned_free_bit(cache, span, block), 0) && STRATA_CHECK_DOUBLE_FREE)
-    return block_freed_twice_in(block, span);
+  if (__builtin_expect(set_free_bit(span, block), 0) && STRATA_CHECK_DOUBLE_FREE) return block_freed_twice(block);
   if (__builtin_expect(count_block_back(span->countdown), 0)) return span_countdown_hit(cache, span);
 }
 

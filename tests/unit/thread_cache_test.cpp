@@ -747,52 +747,6 @@ TEST(ThreadCache, KeptSpansOfAnotherLengthServeANewClassThroughThePageHeap) {
   }).join();
 }
 
-// The free fast path's bit (set_owned_free_bit: one read-modify-write of
-// the word, its mask from the cache's table): it sets exactly the block's
-// bit, and a second set is seen; the add that saw it carried into the bits
-// above, and undo_second_bit_add gives the word back as it was. Every block
-// of a span, for classes whose spans have 512, 170 and 16 blocks (the bit
-// at 63 included: its carry leaves the word).
-TEST(ThreadCache, TheFreeFastPathSetsEachBlocksBitOnceAndSeesASecondSet) {
-  for (std::size_t size : {std::size_t{16}, std::size_t{48}, std::size_t{1024}}) {
-    on_a_thread_of_its_own(size, [&](ThreadCache* cache, std::size_t, const SizeClassInfo& info) {
-      std::vector<void*> blocks;
-      Span* span = nullptr;
-      // A span of blocks all handed out: malloc until one span's worth came from one span.
-      for (std::uint32_t i = 0; i < 4u * info.long_objects + 4u; ++i) blocks.push_back(strata_malloc(size));
-      span = g_page_map.lookup(blocks.back());
-      std::vector<void*> of_span;
-      for (void* b : blocks)
-        if (g_page_map.lookup(b) == span) of_span.push_back(b);
-      ASSERT_GT(of_span.size(), 0u);
-      ASSERT_EQ(g_page_map.owner_tag(of_span[0]), reinterpret_cast<std::uintptr_t>(cache)) << "a span the thread owns";
-      std::uint64_t before[kFreeWords];
-      std::memcpy(before, span->free_bits, sizeof before);
-      for (void* b : of_span) {
-        const BlockPlace place = place_of(span, b);
-        const std::uint64_t mask = std::uint64_t{1} << place.bit;
-        ASSERT_EQ(span->free_bits[place.word] & mask, 0u) << "handed out: its bit is clear";
-        std::uint64_t words[kFreeWords];
-        std::memcpy(words, span->free_bits, sizeof words);
-        EXPECT_FALSE(set_owned_free_bit(cache, span, b)) << "size " << size;
-        for (std::uint32_t w = 0; w < kFreeWords; ++w)
-          EXPECT_EQ(span->free_bits[w], w == place.word ? words[w] | mask : words[w]) << "size " << size << ", word " << w;
-        const std::uint64_t once = span->free_bits[place.word];
-        const bool seen = set_owned_free_bit(cache, span, b);
-        if (STRATA_CHECK_DOUBLE_FREE) {  // (without the check the fast path's `or` changes nothing)
-          EXPECT_TRUE(seen) << "size " << size << ": a second set is seen";
-          EXPECT_NE(span->free_bits[place.word], once) << "the add carried";
-        }
-        undo_second_bit_add(span, b);
-        EXPECT_EQ(span->free_bits[place.word], once) << "size " << size << ": the word as it was";
-      }
-      std::memcpy(span->free_bits, before, sizeof before);  // back as the mallocs left it
-      for (void* b : blocks) strata_free(b);
-      expect_counts_add_up(cache);
-    });
-  }
-}
-
 TEST(ThreadCacheDeathTest, ASecondFreeOfABlockIsCaughtAtOnce) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_DEATH(
