@@ -27,11 +27,18 @@
  *     load the word the free before it stored. Only the free is modelled:
  *     an allocator that hands out blocks in address order over such a
  *     layout must gather each allocation word from eight words of bits at
- *     its refill (handing out one word's blocks, b, b + 8, ..., brings the
- *     chain back, since the program frees in allocation order). Measured
- *     in session 23: 0.91-0.98 of strata's free's time, where the free
- *     without the bit takes 0.75: the bit costs its instructions far more
- *     than its chain through memory (docs/design.md, *Measurements*).
+ *     its refill;
+ *   - and the free tried in session 24: the bit's mask added with `xadd`
+ *     (one read-modify-write instruction that hands back the old word);
+ *   - and an empty free: the call through a function pointer alone, the
+ *     floor under every bits row (3.5-3.8 ticks on AMD family 26; the list
+ *     rows make direct calls). The rows differ by less than the floor, and
+ *     the differences move with the code's layout: in two builds of this
+ *     file in session 24 strata's free took 5.2 and 4.6 ticks, the
+ *     interleaved row 4.7 and 4.9. Read the rows as hints; the engine's own
+ *     runs decide (docs/design.md, *2026-12-07 (session 24)*: in the
+ *     engine the chain through the word was real, a fifth of a free in
+ *     order).
  * Prints TSC ticks per call (median over rounds; the variants interleave
  * within each round). Why it exists: in order, consecutive frees set bits
  * of one word, so each free's load waits for the store of the free before
@@ -163,6 +170,19 @@ __attribute__((noinline)) static void bits_free_interleaved(void* block) {
   COUNT_BACK();
 }
 
+/* Tried in session 24: the bit's mask added to its word in one
+ * instruction, whose old word says whether the bit was set. */
+__attribute__((noinline)) static void bits_free_xadd(void* block) {
+  FIND_PLACE(block);
+  uint64_t old = UINT64_C(1) << bit;
+  __asm__ volatile("xaddq %0, %1" : "+r"(old), "+m"(*slot));
+  if (__builtin_expect((old >> bit) & 1, 0)) abort();
+  COUNT_BACK();
+}
+
+/* The call alone: the floor under every bits row. */
+__attribute__((noinline)) static void empty_free(void* block) { __asm__ volatile("" : : "r"(block)); }
+
 /* --- the burst ----------------------------------------------------------- */
 
 static char* g_heap;
@@ -246,6 +266,8 @@ int main(int argc, char** argv) {
       {"bits, free with `or` to memory (no old bit)", bits_free_or_to_memory},
       {"bits, free reading the old bit, then `or` to memory", bits_free_read_then_or},
       {"bits interleaved 8 ways, strata's free (consecutive blocks in different words)", bits_free_interleaved},
+      {"bits, xadd of the mask (old bit checked; tried in session 24)", bits_free_xadd},
+      {"an empty free (the call alone: the floor under the rows above)", empty_free},
   };
   enum { kFrees = sizeof frees / sizeof frees[0] };
   double list_malloc_ticks[kRounds], list_free_ticks[kRounds], bits_malloc_ticks[kRounds];
